@@ -1,0 +1,57 @@
+# The book's commands. `make book` and `make test` do all the set-up themselves.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# The book profile runs on the CPU; `make test-gpu` is the GPU variant.
+export SEQLIB_DEVICE ?= cpu
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
+
+.PHONY: setup book test test-gpu execute lab bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=23.2"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[test,book]"
+	touch $(STAMP)
+
+book: $(STAMP)
+	rm -rf _build
+	$(BIN)/jupyter-book build . -W -n --keep-going
+	@echo "The book is in _build/html: open _build/html/index.html in a browser."
+
+test: $(STAMP)
+	$(BIN)/ruff check seqlib tests benchmarks
+	$(BIN)/pytest -p no:cacheprovider tests --ignore=tests/test_html.py
+	$(BIN)/pytest -p no:cacheprovider $(NBVAL) $(NOTEBOOKS)
+	$(MAKE) book
+	$(BIN)/pytest -p no:cacheprovider tests/test_html.py
+
+# On a GPU: the same notebooks, checking only the device-independent cells.
+test-gpu: $(STAMP)
+	SEQLIB_DEVICE=cuda $(BIN)/pytest -p no:cacheprovider --nbval-lax --nbval-current-env $(NOTEBOOKS)
+
+# Re-execute every notebook in place on the CPU (regenerates the stored outputs).
+execute: $(STAMP)
+	@printf '%-48s %9s\n' notebook seconds > $(VENV)/execute-times.txt
+	@for nb in $(NOTEBOOKS); do \
+		start=$$(date +%s%N); \
+		$(BIN)/jupyter nbconvert --log-level WARN --to notebook --execute --inplace \
+			--ExecutePreprocessor.timeout=900 $$nb || exit 1; \
+		tenths=$$(( ($$(date +%s%N) - start) / 100000000 )); \
+		printf '%-48s %7d.%d\n' $$(basename $$nb) $$((tenths / 10)) $$((tenths % 10)) \
+			| tee -a $(VENV)/execute-times.txt; \
+	done
+	@echo; cat $(VENV)/execute-times.txt
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_rnn.py
+
+clean:
+	rm -rf _build .pytest_cache .ruff_cache

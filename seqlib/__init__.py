@@ -1,0 +1,16 @@
+"""seqlib: every model of the chapter "Sequence Models", small enough to read.
+
+Conventions, once for the whole package:
+
+- Tensors are (batch, time, features) everywhere: B sequences of T steps, each step a
+  vector of p features (inputs) or m hidden units.
+- Names follow the chapter's notation: W_hh, W_hx, b_h for the recurrence, W_yh, b_y for
+  the output layer, zeta for the adjoints of backpropagation through time.
+- Nothing is downloaded at import time; the loaders in seqlib.data fetch on demand.
+"""
+
+from seqlib.rnn import RNN, RNNCell
+from seqlib.train import train
+from seqlib.utils import count_parameters, default_device, seed_everything
+
+__all__ = ["RNN", "RNNCell", "count_parameters", "default_device", "seed_everything", "train"]

@@ -1,0 +1,61 @@
+"""Reproducibility and bookkeeping helpers shared by every chapter."""
+
+import os
+import random
+
+import numpy as np
+import torch
+from torch import nn
+
+DEVICE_VARIABLE = "SEQLIB_DEVICE"
+
+
+def seed_everything(seed: int) -> torch.Generator:
+    """Seed Python, NumPy and PyTorch, make PyTorch deterministic, return a CPU generator.
+
+    Random data in the book is drawn on the CPU from the returned generator, so it is the
+    same whatever device the models run on.
+    """
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    # cuBLAS needs a fixed workspace to be deterministic; harmless on the CPU.
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True)
+    return torch.Generator().manual_seed(seed)
+
+
+def default_device() -> torch.device:
+    """The device named by SEQLIB_DEVICE, else CUDA when available, else the CPU.
+
+    On a GPU, TF32 is switched off so that float32 results keep full precision and the
+    book's checks keep their tolerances.
+    """
+    name = os.environ.get(DEVICE_VARIABLE, "").strip()
+    if not name:
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        device = torch.device(name)
+    except RuntimeError as err:
+        raise ValueError(
+            f"{DEVICE_VARIABLE}={name!r} is not a device name; expected 'cpu', 'cuda' or 'cuda:N'"
+        ) from err
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(
+                f"{DEVICE_VARIABLE}={name!r} asks for CUDA, but torch.cuda.is_available() is "
+                "False; unset the variable or set it to 'cpu'"
+            )
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+    return device
+
+
+def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
+    """Number of scalar parameters of `module` (only those with requires_grad if asked)."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
+    return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
