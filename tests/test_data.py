@@ -1,0 +1,354 @@
+"""Tests of seqlib.data: the loader logic on small files served from a local HTTP server,
+then the real data sets when SEQLIB_DATA_DIR points at a copy of them."""
+
+import functools
+import gzip
+import hashlib
+import http.server
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from seqlib import data
+
+SHAKESPEARE = "tinyshakespeare/input.txt"
+TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n"
+# A small Multi30k: the last French line has no final newline, and a line keeps its spaces.
+SENTENCES = {
+    "en": "Two dogs play.\n A man  runs. \nA red car.\n",
+    "fr": "Deux chiens jouent.\n Un homme  court. \nUne voiture rouge.",
+    "de": "Zwei Hunde spielen.\n Ein Mann  läuft. \nEin rotes Auto.\n",
+}
+
+
+def sha256(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def files_under(folder: pathlib.Path) -> list[str]:
+    """Every file under ``folder`` (hidden temporary files included), relative, sorted."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+class Server:
+    """A real HTTP server on 127.0.0.1 serving a folder; counts the GET requests."""
+
+    def __init__(self, root: pathlib.Path, truncate: bool = False):
+        self.requests = []
+        server = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self):
+                server.requests.append(self.path)
+                if not truncate:
+                    return super().do_GET()
+                # Announce the whole file, send half of it, then drop the connection.
+                raw = (root / self.path.lstrip("/")).read_bytes()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                self.wfile.write(raw[: len(raw) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+
+            def log_message(self, *args):
+                pass
+
+        handler = functools.partial(Handler, directory=str(root))
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.01,), daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join()
+
+
+@pytest.fixture
+def remote(tmp_path):
+    """The folder the server publishes, with a small corpus and a small Multi30k in it."""
+    root = tmp_path / "remote"
+    (root / "tinyshakespeare").mkdir(parents=True)
+    (root / SHAKESPEARE).write_bytes(TEXT.encode())
+    (root / "multi30k").mkdir()
+    for split in data.SPLITS:
+        for lang, text in SENTENCES.items():
+            (root / f"multi30k/{split}.{lang}.gz").write_bytes(gzip.compress(text.encode()))
+    return root
+
+
+def serve(remote, monkeypatch, truncate=False):
+    """Start a server for ``remote`` and point every entry of ``FILES`` at it."""
+    server = Server(remote, truncate)
+    files = {
+        name: (f"{server.url}/{name}", sha256((remote / name).read_bytes())) for name in data.FILES
+    }
+    monkeypatch.setattr(data, "FILES", files)
+    return server
+
+
+@pytest.fixture
+def server(remote, monkeypatch):
+    server = serve(remote, monkeypatch)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def local(tmp_path, monkeypatch):
+    """An empty data directory, named by SEQLIB_DATA_DIR."""
+    folder = tmp_path / "data"
+    monkeypatch.setenv(data.DATA_VARIABLE, str(folder))
+    return folder
+
+
+def closed_port() -> int:
+    """A localhost port nothing listens on."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------- registry and resolution
+
+
+def test_files_registry_names_every_file_with_its_canonical_address():
+    names = {"tinyshakespeare/input.txt"} | {
+        f"multi30k/{s}.{lang}.gz"
+        for s in ("train", "val", "test_2016_flickr")
+        for lang in "en fr de".split()
+    }
+    assert set(data.FILES) == names
+    for name, (url, digest) in data.FILES.items():
+        assert url.startswith("https://") and url.endswith(name.split("/")[-1])
+        assert len(digest) == 64 and int(digest, 16) >= 0
+    assert data.FILES["multi30k/val.de.gz"][0] == (
+        "https://github.com/multi30k/dataset/raw/master/data/task1/raw/val.de.gz"
+    )
+
+
+def test_resolution_order_argument_then_variable_then_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(data.DATA_VARIABLE, str(tmp_path / "variable"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert data.resolve_data_dir(tmp_path / "argument") == tmp_path / "argument"
+    assert data.resolve_data_dir(str(tmp_path / "argument")) == tmp_path / "argument"
+    assert data.resolve_data_dir() == tmp_path / "variable"
+    monkeypatch.setenv(data.DATA_VARIABLE, "")  # empty counts as unset
+    assert data.resolve_data_dir() == tmp_path / "xdg" / "seqlib"
+    monkeypatch.delenv(data.DATA_VARIABLE)
+    assert data.resolve_data_dir() == tmp_path / "xdg" / "seqlib"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert data.resolve_data_dir() == tmp_path / "home" / ".cache" / "seqlib"
+    assert data.resolve_data_dir("~/books") == tmp_path / "home" / "books"
+
+
+def test_resolution_rejects_a_non_path():
+    with pytest.raises(TypeError, match="data_dir must be a str or path, got int"):
+        data.resolve_data_dir(3)
+
+
+def test_unknown_name_lists_the_known_ones():
+    with pytest.raises(ValueError, match=r"name must be one of .*tinyshakespeare/input.txt"):
+        data.fetch("shakespeare.txt")
+
+
+def test_import_does_not_touch_the_network():
+    code = (
+        "import socket\n"
+        "def refuse(*args, **kwargs): raise AssertionError('network used at import')\n"
+        "socket.socket.connect = socket.create_connection = socket.getaddrinfo = refuse\n"
+        "import seqlib.data\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# ---------------------------------------------------------------------------- downloads
+
+
+def test_downloads_when_missing_then_uses_the_local_copy(server, local, remote):
+    path = data.fetch(SHAKESPEARE)
+    assert path == local / SHAKESPEARE
+    assert path.read_bytes() == (remote / SHAKESPEARE).read_bytes()
+    assert server.requests == ["/" + SHAKESPEARE]
+    assert data.tiny_shakespeare() == TEXT
+    assert data.fetch(SHAKESPEARE, local) == path
+    assert len(server.requests) == 1  # verified, not downloaded again
+    assert files_under(local) == [SHAKESPEARE]  # no temporary file left behind
+
+
+def test_a_present_file_is_never_downloaded(server, tmp_path, remote, monkeypatch):
+    monkeypatch.delenv(data.DATA_VARIABLE, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "nowhere"))
+    assert data.multi30k("val", "de", "en", data_dir=remote)[0] == (
+        "Zwei Hunde spielen.",
+        "Two dogs play.",
+    )
+    assert data.tiny_shakespeare(remote) == TEXT
+    assert server.requests == []
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_checksum_mismatch_on_download_discards_the_file(server, local, monkeypatch):
+    url, good = data.FILES[SHAKESPEARE]
+    monkeypatch.setitem(data.FILES, SHAKESPEARE, (url, "0" * 64))
+    with pytest.raises(ValueError, match="checksum mismatch") as info:
+        data.fetch(SHAKESPEARE)
+    message = str(info.value)
+    assert SHAKESPEARE in message and "0" * 64 in message and good in message
+    assert files_under(local) == []
+
+
+def test_checksum_mismatch_on_a_local_file_is_reported_not_used(server, local, monkeypatch):
+    path = local / SHAKESPEARE
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"Second Citizen:\n")
+    with pytest.raises(ValueError, match="delete it and retry") as info:
+        data.tiny_shakespeare()
+    message = str(info.value)
+    assert str(path) in message
+    assert data.FILES[SHAKESPEARE][1] in message and sha256(b"Second Citizen:\n") in message
+    assert server.requests == []
+    assert path.read_bytes() == b"Second Citizen:\n"  # left for the user to delete
+
+
+def test_a_dropped_connection_leaves_no_file(remote, local, monkeypatch):
+    server = serve(remote, monkeypatch, truncate=True)
+    try:
+        with pytest.raises(data.DownloadError, match=r"received \d+ of \d+ bytes"):
+            data.fetch("multi30k/train.de.gz")
+    finally:
+        server.close()
+    assert server.requests == ["/multi30k/train.de.gz"]
+    assert files_under(local) == []
+
+
+def test_offline_error_names_the_file_the_address_and_the_variable(local, monkeypatch):
+    url = f"http://127.0.0.1:{closed_port()}/multi30k/val.fr.gz"
+    monkeypatch.setitem(data.FILES, "multi30k/val.fr.gz", (url, "0" * 64))
+    with pytest.raises(ConnectionError) as info:
+        data.fetch("multi30k/val.fr.gz")
+    message = str(info.value)
+    assert "multi30k/val.fr.gz" in message and url in message and "SEQLIB_DATA_DIR" in message
+    assert files_under(local) == []
+
+
+def test_http_error_is_a_download_error(server, local, monkeypatch):
+    monkeypatch.setitem(data.FILES, SHAKESPEARE, (server.url + "/missing.txt", "0" * 64))
+    with pytest.raises(data.DownloadError, match="404"):
+        data.fetch(SHAKESPEARE)
+    assert files_under(local) == []
+
+
+# ------------------------------------------------------------------------------ Multi30k
+
+
+def test_multi30k_pairs_line_i_with_line_i(server, local):
+    assert data.multi30k("train") == [
+        ("Two dogs play.", "Deux chiens jouent."),
+        (" A man  runs. ", " Un homme  court. "),
+        ("A red car.", "Une voiture rouge."),
+    ]
+    assert data.multi30k("test_2016_flickr", src="de", tgt="en")[2] == (
+        "Ein rotes Auto.",
+        "A red car.",
+    )
+    assert len(server.requests) == 4  # train.en, train.fr, test.de, test.en
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        b"not a gzip file at all\n",
+        gzip.compress(b"Two dogs play.\n")[:-10],
+        gzip.compress(b"\xff\xfe\n"),
+    ],
+    ids=["not-gzip", "truncated", "not-utf8"],
+)
+def test_corrupted_gzip_is_a_value_error_naming_the_file(broken, local, monkeypatch):
+    path = local / "multi30k/val.en.gz"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(broken)
+    good = gzip.compress(SENTENCES["fr"].encode())
+    (local / "multi30k/val.fr.gz").write_bytes(good)
+    # Bypass the registry's checksums so that the broken file reaches the reader.
+    monkeypatch.setitem(data.FILES, "multi30k/val.en.gz", ("http://unused", sha256(broken)))
+    monkeypatch.setitem(data.FILES, "multi30k/val.fr.gz", ("http://unused", sha256(good)))
+    with pytest.raises(ValueError, match="not a valid gzip file") as info:
+        data.multi30k("val")
+    assert str(path) in str(info.value)
+
+
+def test_mismatched_line_counts_name_both_files(remote, local, monkeypatch):
+    (remote / "multi30k/val.fr.gz").write_bytes(gzip.compress(b"Deux chiens jouent.\n"))
+    server = serve(remote, monkeypatch)
+    try:
+        with pytest.raises(ValueError, match="line counts differ") as info:
+            data.multi30k("val")
+    finally:
+        server.close()
+    message = str(info.value)
+    assert "val.en.gz has 3 lines" in message and "val.fr.gz has 1" in message
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        (
+            {"split": "test"},
+            r"split must be one of \['train', 'val', 'test_2016_flickr'\], got 'test'",
+        ),
+        ({"split": "val", "src": "es"}, r"src must be one of \['en', 'fr', 'de'\], got 'es'"),
+        ({"split": "val", "tgt": "EN"}, r"tgt must be one of \['en', 'fr', 'de'\], got 'EN'"),
+        ({"split": "val", "src": "fr", "tgt": "fr"}, r"src and tgt must differ, got 'fr' for both"),
+    ],
+)
+def test_multi30k_validates_its_arguments(kwargs, expected, tmp_path):
+    with pytest.raises(ValueError, match=expected):
+        data.multi30k(**kwargs, data_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []  # rejected before any file is touched
+
+
+# ------------------------------------------------------------------------ the real data
+
+real = pytest.mark.skipif(
+    not os.environ.get(data.DATA_VARIABLE),
+    reason="set SEQLIB_DATA_DIR to a folder holding the data sets to test them",
+)
+
+
+@real
+def test_tiny_shakespeare_real():
+    text = data.tiny_shakespeare()
+    assert len(text) == 1_115_394
+    assert text.startswith("First Citizen:\nBefore we proceed any further, hear me speak.")
+
+
+@real
+@pytest.mark.parametrize(
+    ("split", "size"), [("train", 29_000), ("val", 1_014), ("test_2016_flickr", 1_000)]
+)
+@pytest.mark.parametrize(("src", "tgt"), [("en", "fr"), ("en", "de"), ("de", "en")])
+def test_multi30k_real_sizes(split, size, src, tgt):
+    pairs = data.multi30k(split, src, tgt)
+    assert len(pairs) == size
+    assert all(s.strip() and t.strip() and "\n" not in s + t for s, t in pairs)
+
+
+@real
+def test_multi30k_real_first_training_pair():
+    en, fr = data.multi30k("train")[0]
+    assert en == "Two young, White males are outside near many bushes."
+    assert fr == "Deux jeunes hommes blancs sont dehors près de buissons."
+    de, en_again = data.multi30k("train", "de", "en")[0]
+    assert (de, en_again) == (
+        "Zwei junge weiße Männer sind im Freien in der Nähe vieler Büsche.",
+        en,
+    )
