@@ -42,21 +42,29 @@ class BPTTResult:
     h: torch.Tensor  # (B, T+1, m): h[:, t] = h^<t>, h^<0> included
 
 
-def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, last_only: bool = False):
+def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, last_only: bool = False,
+                  mask: torch.Tensor | None = None):
     """C of (7.4)-(7.5): cross-entropy summed over time, averaged over the batch.
 
     logits (B, T, q), targets (B, T) class ids. With `last_only`, only the loss at the
-    last step counts (a many-to-one task).
+    last step counts (a many-to-one task). A (B, T) boolean `mask` (True at real tokens,
+    as seqlib.text.pad_batch returns) leaves padded steps out of the sum.
     """
     if targets.shape != logits.shape[:2]:
         raise ValueError(
             f"targets has shape {tuple(targets.shape)}, expected (batch, time) = "
             f"{tuple(logits.shape[:2])}"
         )
+    if mask is not None and mask.shape != targets.shape:
+        raise ValueError(f"mask has shape {tuple(mask.shape)}, expected {tuple(targets.shape)}")
     if last_only:
         logits, targets = logits[:, -1:], targets[:, -1:]
+        mask = None if mask is None else mask[:, -1:]
     B, T, q = logits.shape
-    return F.cross_entropy(logits.reshape(B * T, q), targets.reshape(B * T), reduction="sum") / B
+    losses = F.cross_entropy(logits.reshape(B * T, q), targets.reshape(B * T), reduction="none")
+    if mask is not None:
+        losses = losses * mask.reshape(B * T).to(losses.dtype)
+    return losses.sum() / B
 
 
 def _activation_derivative(rnn: RNN, h: torch.Tensor) -> torch.Tensor:

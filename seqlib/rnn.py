@@ -9,8 +9,10 @@ and the output layer maps the state to an output:
 With output feedback, equation (7.3), the previous output enters the recurrence too:
 h^<t> = S_h(W_hh h^<t-1> + W_hx x^<t> + W_hy y_hat^<t-1> + b_h), with y_hat^<0> = 0.
 
-S_y is left to the loss: the output is the vector of logits W_yh h^<t> + b_y, and the
-softmax of S_y lives inside torch.nn.functional.cross_entropy, as in torch.nn.
+S_y is the softmax. `forward` returns the logits W_yh h^<t> + b_y, and the softmax lives
+inside torch.nn.functional.cross_entropy, as in torch.nn; what is fed back in (7.3) is the
+probability vector y_hat^<t-1> = softmax(logits^<t-1>), or, with teacher forcing, the
+one-hot vector of the true previous output.
 """
 
 import math
@@ -110,13 +112,24 @@ class RNN(nn.Module):
         """The output layer: logits W_yh h^<t> + b_y for states h of shape (..., m)."""
         return h @ self.W_yh.T + self.b_y
 
-    def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None):
+    def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None,
+                y_prev: torch.Tensor | None = None):
         """Run the recurrence over x (B, T, p) from h0 (1, B, m), zeros by default.
 
         Returns (outputs, h_n): outputs (B, T, q) logits, or (B, T, m) states when there is
         no output layer, and h_n (1, B, m) the state after the last step.
+
+        With output feedback, `y_prev` (B, T, q) is teacher forcing: y_prev[:, t] is fed
+        back in place of the model's own y_hat^<t-1> (typically the one-hot true output
+        of the step before, zeros at t = 0).
         """
         check_sequence(x, self.input_size)
+        if y_prev is not None:
+            if not self.output_feedback:
+                raise ValueError("y_prev (teacher forcing) needs output_feedback=True (7.3)")
+            if tuple(y_prev.shape) != (*x.shape[:2], self.output_size):
+                raise ValueError(f"y_prev has shape {tuple(y_prev.shape)}, expected "
+                                 f"{(*x.shape[:2], self.output_size)} (batch, time, q)")
         B = x.shape[0]
         if h0 is None:
             h = x.new_zeros(B, self.hidden_size)
@@ -128,15 +141,16 @@ class RNN(nn.Module):
         xw = x @ cell.W_hx.T + cell.b_h  # (B, T, m)
         states, outputs = [], []
         y_hat = x.new_zeros(B, self.output_size) if self.output_feedback else None
-        for xw_t in xw.unbind(1):  # unbind, not indexing: indexing is quadratic in backward
+        fed = y_prev.unbind(1) if y_prev is not None else None
+        for t, xw_t in enumerate(xw.unbind(1)):  # unbind, not indexing: quadratic backward
             pre = xw_t + h @ cell.W_hh.T
-            if self.output_feedback:
-                pre = pre + y_hat @ self.W_hy.T  # (7.3): the previous output feeds back
+            if self.output_feedback:  # (7.3): the previous output feeds back
+                pre = pre + (fed[t] if fed is not None else y_hat) @ self.W_hy.T
             h = cell.S_h(pre)
             states.append(h)
             if self.output_feedback:
-                y_hat = self.output(h)
-                outputs.append(y_hat)
+                outputs.append(self.output(h))
+                y_hat = torch.softmax(outputs[-1], dim=-1)  # S_y
         H = torch.stack(states, dim=1)  # (B, T, m)
         if self.output_feedback:
             Y = torch.stack(outputs, dim=1)  # (B, T, q)

@@ -88,3 +88,14 @@ def test_bad_input():
         bptt.bptt(model, x, y, h0, truncate=0)
     with pytest.raises(ValueError, match="output layer"):
         bptt.bptt(RNN(4, 5), x.float(), y)
+
+
+def test_masked_loss_leaves_padded_steps_out():
+    model, x, y, h0 = problem(B=2, T=5)
+    logits = model(x, h0)[0]
+    mask = torch.tensor([[True] * 5, [True, True, True, False, False]])
+    expected = (bptt.sequence_loss(logits[:1], y[:1])
+                + bptt.sequence_loss(logits[1:, :3], y[1:, :3])) / 2
+    torch.testing.assert_close(bptt.sequence_loss(logits, y, mask=mask), expected)
+    with pytest.raises(ValueError, match="mask has shape"):
+        bptt.sequence_loss(logits, y, mask=mask[:, :4])

@@ -70,8 +70,9 @@ def test_output_feedback_follows_equation_7_3():
     h, y_hat, outputs = torch.zeros(2, 4).double(), torch.zeros(2, 2).double(), []
     for t in range(6):
         h = torch.tanh(h @ c.W_hh.T + x[:, t] @ c.W_hx.T + y_hat @ model.W_hy.T + c.b_h)
-        y_hat = h @ model.W_yh.T + model.b_y
-        outputs.append(y_hat)
+        logits = h @ model.W_yh.T + model.b_y
+        outputs.append(logits)
+        y_hat = torch.softmax(logits, -1)  # S_y: probabilities are fed back
     torch.testing.assert_close(model(x)[0], torch.stack(outputs, 1))
 
 
@@ -126,3 +127,18 @@ def test_same_seed_gives_bit_identical_outputs_twice():
         return model(x)[0]
 
     assert torch.equal(run(), run())
+
+
+def test_teacher_forcing_feeds_the_given_outputs_back():
+    model = RNN(3, 4, 2, output_feedback=True).double()
+    x = torch.randn(2, 5, 3, dtype=torch.float64)
+    free, _ = model(x)
+    # Feeding back the model's own softmax outputs reproduces free running exactly.
+    own = torch.cat([torch.zeros(2, 1, 2).double(), torch.softmax(free, -1)[:, :-1]], 1)
+    torch.testing.assert_close(model(x, y_prev=own)[0], free)
+    forced = torch.nn.functional.one_hot(torch.tensor([[0, 1, 1, 0, 1]] * 2), 2).double()
+    assert not torch.allclose(model(x, y_prev=forced)[0], free)
+    with pytest.raises(ValueError, match="y_prev has shape"):
+        model(x, y_prev=forced[:, :3])
+    with pytest.raises(ValueError, match="needs output_feedback"):
+        RNN(3, 4, 2).double()(x, y_prev=forced)
