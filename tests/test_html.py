@@ -1,0 +1,296 @@
+"""Smoke test of the built HTML book in headless Chromium.
+
+Every page of the book (the root page and each chapter of ``_toc.yml``) must:
+
+- load with HTTP 200, and every resource it asks for must load too;
+- ask for nothing outside the local server: the book works offline, with MathJax and
+  every script, style sheet and font served from the build itself;
+- run without JavaScript errors (uncaught exceptions or console errors), apart from the
+  documented ``ALLOWED_JS_ERRORS``;
+- show every figure of its content as a loaded image;
+- typeset every equation: MathJax output for each math element, no MathJax error, and no
+  raw TeX delimiters (``$$``, ``\\(``, ``\\[``) left in the visible text.
+
+Build the book first (``make book``); the test reads ``_build/html`` or the folder named by
+``SEQLIB_HTML_DIR``. It drives a system Chromium through Playwright: ``SEQLIB_CHROMIUM``
+names the binary, else ``chromium`` is looked up on the PATH. Without one the test is
+skipped, except under CI (the ``CI`` environment variable set), where it fails.
+"""
+
+import functools
+import http.server
+import os
+import pathlib
+import shutil
+import threading
+import urllib.parse
+
+import pytest
+import yaml
+
+try:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import sync_playwright
+except ImportError:  # the test then skips, or fails under CI
+    sync_playwright = None
+    PlaywrightTimeout = TimeoutError
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+HTML_DIR = pathlib.Path(os.environ.get("SEQLIB_HTML_DIR", REPO / "_build" / "html")).resolve()
+# The book's sources sit two levels above its HTML output (<book>/_build/html).
+TOC_FILE = HTML_DIR.parents[1] / "_toc.yml"
+
+# JavaScript errors tolerated on every page, as (substring of the message, why).
+# Keep this empty: add an entry only for an error that does not affect the reader, and
+# say why it cannot be fixed in the book's configuration.
+ALLOWED_JS_ERRORS: list[tuple[str, str]] = []
+
+# Flags for a headless run on a machine without a display or network.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+LOCAL_HOST = "127.0.0.1"
+TIMEOUT_MS = 30_000
+MATHJAX_TIMEOUT_MS = 15_000
+MISSING_BUILD = "<no built book>"
+
+
+def toc_pages(toc_file: pathlib.Path) -> list[str]:
+    """The HTML pages, relative to the output folder, of every file listed in `toc_file`."""
+    toc = yaml.safe_load(toc_file.read_text(encoding="utf8"))
+    files = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections"))
+            for part in entry.get("parts") or []:
+                walk(part.get("chapters"))
+
+    walk(toc.get("chapters"))
+    for part in toc.get("parts") or []:
+        walk(part.get("chapters"))
+    return [str(pathlib.PurePosixPath(f).with_suffix(".html")) for f in files]
+
+
+def built_pages(html_dir: pathlib.Path) -> list[str]:
+    """Content pages of the build: every .html but the index redirect, search and assets."""
+    if not html_dir.is_dir():
+        return []
+    special = {"index.html", "genindex.html", "search.html", "py-modindex.html"}
+    pages = []
+    for path in sorted(html_dir.rglob("*.html")):
+        rel = path.relative_to(html_dir)
+        if rel.parts[0].startswith("_") or rel.as_posix() in special:
+            continue
+        pages.append(rel.as_posix())
+    return pages
+
+
+PAGES = built_pages(HTML_DIR)
+
+
+def require_build() -> None:
+    """Fail (never pass vacuously) when there is no built book to test."""
+    if not (HTML_DIR / "index.html").is_file() or not PAGES:
+        pytest.fail(f"no built book in {HTML_DIR}: run `make book` first")
+
+
+def find_chromium() -> str | None:
+    """Path of the Chromium binary: $SEQLIB_CHROMIUM, else chromium on the PATH."""
+    named = os.environ.get("SEQLIB_CHROMIUM")
+    if named:
+        if not os.access(named, os.X_OK):
+            pytest.fail(f"SEQLIB_CHROMIUM={named!r} is not an executable file")
+        return named
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def no_browser(reason: str) -> None:
+    """Skip the test for lack of a browser, or fail it under CI, which must run it."""
+    message = (
+        f"{reason}: the HTML smoke test needs Chromium (`apt-get install chromium`, or set "
+        "SEQLIB_CHROMIUM to a Chromium binary) and the playwright Python package"
+    )
+    if os.environ.get("CI"):
+        pytest.fail(message + " (CI is set: this test must run)")
+    pytest.skip(message)
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Static file handler that does not log every request to stderr."""
+
+    def log_message(self, *args):
+        """Log nothing."""
+
+
+@pytest.fixture(scope="module")
+def server():
+    """Serve the built book on 127.0.0.1 (a free port) from a background thread."""
+    require_build()
+    handler = functools.partial(QuietHandler, directory=str(HTML_DIR))
+    httpd = http.server.ThreadingHTTPServer((LOCAL_HOST, 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://{LOCAL_HOST}:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless system Chromium driven by Playwright."""
+    require_build()
+    if sync_playwright is None:
+        no_browser("the playwright package is not installed")
+    executable = find_chromium()
+    if executable is None:
+        no_browser("no Chromium binary found")
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+def test_every_toc_file_was_built():
+    """Each file of the table of contents has its page in the build."""
+    require_build()
+    if not TOC_FILE.is_file():
+        pytest.fail(f"no _toc.yml beside the build: expected {TOC_FILE}")
+    missing = [page for page in toc_pages(TOC_FILE) if not (HTML_DIR / page).is_file()]
+    assert not missing, f"pages of _toc.yml missing from {HTML_DIR}: {missing}"
+
+
+# JavaScript run in the page once it has loaded: make every figure load, and wait for it.
+LOAD_IMAGES_JS = """
+async () => {
+  const imgs = Array.from(document.querySelectorAll("main img"));
+  for (const img of imgs) { img.loading = "eager"; }
+  await Promise.all(imgs.map((img) => img.decode().catch(() => null)));
+  return imgs.map((img) => ({
+    src: img.getAttribute("src"),
+    loaded: img.complete && img.naturalWidth > 0,
+  }));
+}
+"""
+
+# Wait for MathJax to finish typesetting, then report on every math element.
+MATH_JS = """
+async () => {
+  await window.MathJax.startup.promise;
+  const maths = Array.from(document.querySelectorAll("main .math"));
+  return {
+    untypeset: maths.filter((m) => !m.querySelector("mjx-container"))
+                    .map((m) => m.textContent.slice(0, 80)),
+    errors: Array.from(document.querySelectorAll("main mjx-merror"))
+                 .map((e) => e.getAttribute("data-mjx-error") || e.textContent),
+  };
+}
+"""
+
+# Visible text of the content, leaving out code, scripts and typeset math.
+VISIBLE_TEXT_JS = """
+() => {
+  const skip = "pre, code, script, style, textarea, mjx-container";
+  const main = document.querySelector("main");
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  const parts = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    if (!node.parentElement.closest(skip)) { parts.push(node.textContent); }
+  }
+  return parts.join(" ");
+}
+"""
+
+RAW_TEX = ("$$", "\\(", "\\)", "\\[", "\\]", "\\begin{")
+
+
+def allowed(message: str) -> bool:
+    """Whether a JavaScript error message is on the documented allow-list."""
+    return any(substring in message for substring, _why in ALLOWED_JS_ERRORS)
+
+
+@pytest.mark.parametrize("page_path", PAGES or [MISSING_BUILD])
+def test_page(page_path, server, browser):
+    """The page loads offline, without JS errors, with its figures and typeset equations."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    foreign, failed, js_errors = [], [], []
+
+    def route(route):
+        if urllib.parse.urlsplit(route.request.url).hostname == LOCAL_HOST:
+            route.continue_()
+        else:  # recorded and refused: the book must not need the network
+            foreign.append(route.request.url)
+            route.abort()
+
+    def on_console(message):
+        if message.type == "error":
+            js_errors.append(f"console: {message.text}")
+
+    def on_request_failed(request):
+        if urllib.parse.urlsplit(request.url).hostname == LOCAL_HOST:  # not one we refused
+            failed.append(f"{request.url} ({request.failure})")
+
+    def on_response(response):
+        if response.status >= 400:
+            failed.append(f"{response.url} (HTTP {response.status})")
+
+    context.route("**/*", route)
+    page.on("pageerror", lambda error: js_errors.append(f"uncaught: {error}"))
+    page.on("console", on_console)
+    page.on("requestfailed", on_request_failed)
+    page.on("response", on_response)
+    problems = []  # everything wrong with the page, reported together
+    try:
+        response = page.goto(f"{server}/{page_path}", wait_until="load")
+        status = response.status if response is not None else "no response"
+        assert status == 200, f"{page_path}: HTTP {status}"
+        if not page.locator("main h1").count():
+            problems.append("no title (h1) in the content")
+
+        images = page.evaluate(LOAD_IMAGES_JS)
+        broken = [img["src"] for img in images if not img["loaded"]]
+        if broken:
+            problems.append(f"figures that did not load: {broken}")
+
+        if page.locator("main .math").count():
+            try:
+                page.wait_for_function(
+                    "() => window.MathJax && window.MathJax.startup", timeout=MATHJAX_TIMEOUT_MS
+                )
+            except PlaywrightTimeout:
+                problems.append("the page has equations but MathJax never started")
+            else:
+                math = page.evaluate(MATH_JS)
+                if math["untypeset"]:
+                    problems.append(f"equations not typeset: {math['untypeset']}")
+                if math["errors"]:
+                    problems.append(f"MathJax errors: {math['errors']}")
+        text = page.evaluate(VISIBLE_TEXT_JS)
+        raw = [delim for delim in RAW_TEX if delim in text]
+        if raw:
+            problems.append(f"raw TeX {raw} left in the visible text")
+
+        page.wait_for_load_state("networkidle")
+        if foreign:
+            problems.append(f"requests leaving {LOCAL_HOST} (the book must be offline): {foreign}")
+        if failed:
+            problems.append(f"resources that failed to load: {failed}")
+        errors = [e for e in js_errors if not allowed(e)]
+        if errors:
+            problems.append(f"JavaScript errors: {errors}")
+        assert not problems, f"{page_path}:\n- " + "\n- ".join(problems)
+    finally:
+        context.close()
