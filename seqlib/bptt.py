@@ -82,8 +82,10 @@ def jacobian(rnn: RNN, h_t: torch.Tensor) -> torch.Tensor:
 
 def forward_states(rnn: RNN, x: torch.Tensor, h0: torch.Tensor | None = None):
     """The forward pass, storing every state: h (B, T+1, m) with h^<0>, and logits (B, T, q)."""
-    if not isinstance(rnn, RNN) or rnn.output_size is None or rnn.output_feedback:
-        raise ValueError("bptt covers the basic RNN (7.2) with an output layer and no feedback")
+    if (not isinstance(rnn, RNN) or rnn.output_size is None or rnn.output_feedback
+            or len(rnn.cells) > 1):
+        raise ValueError("bptt covers the basic one-layer RNN (7.2) with an output layer and "
+                         "no feedback")
     check_sequence(x, rnn.input_size)
     B = x.shape[0]
     if h0 is None:

@@ -52,138 +52,271 @@ def check_state(h0: torch.Tensor, expected: tuple, name: str = "h0") -> None:
         raise ValueError(f"{name} has shape {tuple(h0.shape)}, expected {tuple(expected)}")
 
 
-class RNNCell(nn.Module):
+def positive_int(name: str, value) -> int:
+    """Return `value` if it is a positive int, else raise a ValueError naming `name`."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+class Cell(nn.Module):
+    """What every recurrent unit shares: G gate blocks stacked in W_hx (G m, p),
+    W_hh (G m, m) and b_h (G m), and two ways to run a sequence.
+
+    - the textbook path, `step`: one step as the chapter writes it, one product per gate;
+    - the fast path, `fused_step`: the input term of every gate is computed for all time
+      steps at once (`input_projection`), and the recurrent products of the gates are
+      fused into one matrix product per step. Both give the same results.
+
+    The state is a tuple: (h,) for the RNN and the GRU, (h, c) for the LSTM.
+    """
+
+    gates = 1
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__()
+        self.input_size = positive_int("input_size", input_size)
+        self.hidden_size = positive_int("hidden_size", hidden_size)
+        G, m = self.gates, hidden_size
+        self.W_hh = nn.Parameter(torch.empty(G * m, m))
+        self.W_hx = nn.Parameter(torch.empty(G * m, input_size))
+        self.b_h = nn.Parameter(torch.empty(G * m))
+
+    def reset_parameters(self) -> None:
+        """Uniform(-1/sqrt(m), 1/sqrt(m)), torch.nn's initialisation of recurrent layers."""
+        bound = 1 / math.sqrt(self.hidden_size)
+        for p in self.parameters():
+            nn.init.uniform_(p, -bound, bound)
+
+    def block(self, k: int, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """The affine map of gate k alone: W_hx[k] x + W_hh[k] h + b_h[k] (textbook path)."""
+        rows = slice(k * self.hidden_size, (k + 1) * self.hidden_size)
+        return x @ self.W_hx[rows].T + h @ self.W_hh[rows].T + self.b_h[rows]
+
+    def input_projection(self, x: torch.Tensor) -> torch.Tensor:
+        """W_hx x^<t> + b_h for every step at once: (B, T, p) -> (B, T, G m)."""
+        return x @ self.W_hx.T + self.b_h
+
+    def scan(self, x: torch.Tensor, state: tuple, fast: bool = True):
+        """Run the unit over x (B, T, p) from `state`; return states h (B, T, m), last state."""
+        if fast:
+            step, inputs = self.fused_step, self.input_projection(x).unbind(1)
+        else:
+            step, inputs = self.step, x.unbind(1)
+        hs = []
+        for u in inputs:  # unbind, not indexing: indexing is quadratic in backward
+            state = step(u, state)
+            hs.append(state[0])
+        return torch.stack(hs, dim=1), state
+
+    def load_torch(self, w_ih, w_hh, b_ih, b_hh) -> None:
+        """Copy the weights of one layer and direction of the torch.nn module; the two
+        bias vectors of torch.nn always appear summed, so b_h = b_ih + b_hh."""
+        with torch.no_grad():
+            self.W_hx.copy_(w_ih)
+            self.W_hh.copy_(w_hh)
+            self.b_h.copy_(b_ih + b_hh if b_ih is not None else torch.zeros_like(self.b_h))
+
+
+class RNNCell(Cell):
     """The basic recurrent unit of Fig. 7.4, equation (7.2): one step of the recurrence."""
 
     def __init__(self, input_size: int, hidden_size: int, nonlinearity: str = "tanh"):
-        super().__init__()
-        for arg, value in (("input_size", input_size), ("hidden_size", hidden_size)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{arg} must be a positive int, got {value!r}")
+        super().__init__(input_size, hidden_size)
         if nonlinearity not in ACTIVATIONS:
             raise ValueError(
                 f"nonlinearity must be one of {sorted(ACTIVATIONS)}, got {nonlinearity!r}"
             )
-        self.input_size, self.hidden_size, self.nonlinearity = input_size, hidden_size, nonlinearity
+        self.nonlinearity = nonlinearity
         self.S_h = ACTIVATIONS[nonlinearity]
-        self.W_hh = nn.Parameter(torch.empty(hidden_size, hidden_size))
-        self.W_hx = nn.Parameter(torch.empty(hidden_size, input_size))
-        self.b_h = nn.Parameter(torch.empty(hidden_size))
         self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """Uniform(-1/sqrt(m), 1/sqrt(m)), torch.nn.RNN's initialisation."""
-        bound = 1 / math.sqrt(self.hidden_size)
-        for p in self.parameters():
-            nn.init.uniform_(p, -bound, bound)
 
     def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         """h^<t> = S_h(W_hh h^<t-1> + W_hx x^<t> + b_h); x is (B, p), h is (B, m)."""
         return self.S_h(h @ self.W_hh.T + x @ self.W_hx.T + self.b_h)
 
+    def step(self, x, state):
+        return (self(x, state[0]),)
 
-class RNN(nn.Module):
-    """Basic RNN over a (batch, time, features) sequence, equations (7.1)-(7.3).
+    def fused_step(self, u, state):
+        return (self.S_h(u + state[0] @ self.W_hh.T),)
 
-    With `output_size` set, the output layer (W_yh, b_y) is applied at every step and
-    `forward` returns the outputs y_hat (B, T, q); without it, the hidden states (B, T, m),
-    as torch.nn.RNN does. Either way the last state h^<T> comes second, shaped (1, B, m)
-    like torch.nn.RNN's h_n. `RNN(8, 20, 8)` has the chapter's 748 parameters.
+
+def cell_name(layer: int, direction: int) -> str:
+    """cell, cell_reverse, cell_l1, cell_l1_reverse, ...: torch.nn's l0/l1/_reverse naming."""
+    return ("cell" if layer == 0 else f"cell_l{layer}") + ("_reverse" if direction else "")
+
+
+class Recurrent(nn.Module):
+    """Stacking (7.14) and reversing (7.15), written once for any unit.
+
+    Layer l > 1 reads the hidden states of layer l - 1 (for the LSTM only h goes up, not
+    c). A bidirectional layer runs a second unit over the reversed sequence and
+    concatenates the two states at every step, so its output has 2 m features. States are
+    shaped like torch.nn's: (num_layers * D, B, m), D = 2 if bidirectional else 1.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, output_size: int | None = None, *,
-                 output_feedback: bool = False, nonlinearity: str = "tanh"):
+    cell_class = RNNCell
+    state_count = 1  # 2 for the LSTM: (h, c)
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bidirectional: bool = False, fast: bool = True, **cell_options):
         super().__init__()
-        if output_size is not None and (not isinstance(output_size, int) or output_size < 1):
-            raise ValueError(f"output_size must be a positive int or None, got {output_size!r}")
+        self.input_size = positive_int("input_size", input_size)
+        self.hidden_size = positive_int("hidden_size", hidden_size)
+        self.num_layers = positive_int("num_layers", num_layers)
+        self.bidirectional, self.fast = bool(bidirectional), bool(fast)
+        self.directions = 2 if bidirectional else 1
+        for layer in range(num_layers):
+            size = input_size if layer == 0 else self.directions * hidden_size
+            for direction in range(self.directions):
+                cell = self.cell_class(size, hidden_size, **cell_options)
+                self.add_module(cell_name(layer, direction), cell)
+
+    @property
+    def cells(self) -> list[Cell]:
+        """The units, layer by layer, forward direction first."""
+        return [getattr(self, cell_name(layer, d))
+                for layer in range(self.num_layers) for d in range(self.directions)]
+
+    def recur(self, x: torch.Tensor, state: tuple | None = None):
+        """All layers and directions over x (B, T, p). `state`: a tuple of state_count
+        tensors (L D, B, m), zeros by default. Returns output (B, T, D m), last states."""
+        check_sequence(x, self.input_size)
+        shape = (self.num_layers * self.directions, x.shape[0], self.hidden_size)
+        if state is None:
+            state = tuple(x.new_zeros(shape) for _ in range(self.state_count))
+        names = ("h0", "c0")
+        for name, s in zip(names, state, strict=False):
+            check_state(s, shape, name)
+        layer_input, finals = x, []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(self.directions):
+                k = layer * self.directions + direction
+                cell = self.cells[k]
+                seq = layer_input.flip(1) if direction else layer_input  # (7.15): reversed
+                hs, last = cell.scan(seq, tuple(s[k] for s in state), self.fast)
+                outputs.append(hs.flip(1) if direction else hs)
+                finals.append(last)
+            layer_input = torch.cat(outputs, dim=-1)  # (B, T, D m): feeds layer l + 1
+        last = tuple(torch.stack([f[i] for f in finals]) for i in range(self.state_count))
+        return layer_input, last
+
+    @classmethod
+    def from_torch(cls, module: nn.Module, **options):
+        """A seqlib module carrying the weights of the same torch.nn recurrent module."""
+        expected = {"RNN": nn.RNN, "LSTM": nn.LSTM, "GRU": nn.GRU}[cls.torch_name]
+        if not isinstance(module, expected):
+            raise TypeError(f"expected a torch.nn.{cls.torch_name}, got {type(module).__name__}")
+        if getattr(module, "proj_size", 0):
+            raise ValueError("LSTM projections (proj_size > 0) are not in the chapter")
+        model = cls(module.input_size, module.hidden_size, num_layers=module.num_layers,
+                    bidirectional=module.bidirectional, **options)
+        w = module.weight_hh_l0
+        model = model.to(dtype=w.dtype, device=w.device)
+        for layer in range(module.num_layers):
+            for direction in range(model.directions):
+                suffix = f"_l{layer}" + ("_reverse" if direction else "")
+                bias = [getattr(module, f"bias_{k}{suffix}", None) for k in ("ih", "hh")]
+                model.cells[layer * model.directions + direction].load_torch(
+                    getattr(module, f"weight_ih{suffix}"), getattr(module, f"weight_hh{suffix}"),
+                    *bias)
+        return model
+
+
+class RNN(Recurrent):
+    """Basic RNN over a (batch, time, features) sequence, equations (7.1)-(7.3), stacked
+    (7.14) and bidirectional (7.15) when asked.
+
+    With `output_size` set, the output layer (W_yh, b_y) is applied at every step and
+    `forward` returns the outputs y_hat (B, T, q); without it, the hidden states
+    (B, T, D m), as torch.nn.RNN does. Either way the last states come second, shaped
+    (num_layers * D, B, m) like torch.nn.RNN's h_n. `RNN(8, 20, 8)` has the chapter's 748
+    parameters.
+    """
+
+    torch_name = "RNN"
+
+    def __init__(self, input_size: int, hidden_size: int, output_size: int | None = None, *,
+                 num_layers: int = 1, bidirectional: bool = False,
+                 output_feedback: bool = False, nonlinearity: str = "tanh", fast: bool = True):
+        super().__init__(input_size, hidden_size, num_layers, bidirectional, fast,
+                         nonlinearity=nonlinearity)
+        if output_size is not None:
+            positive_int("output_size", output_size)
         if output_feedback and output_size is None:
             raise ValueError("output_feedback=True (7.3) needs an output layer: set output_size")
-        self.input_size, self.hidden_size, self.output_size = input_size, hidden_size, output_size
-        self.output_feedback = output_feedback
-        self.cell = RNNCell(input_size, hidden_size, nonlinearity)
+        if output_feedback and (num_layers > 1 or bidirectional):
+            raise ValueError("output_feedback=True (7.3) is defined for one unidirectional layer")
+        self.output_size, self.output_feedback = output_size, output_feedback
         if output_size is not None:
-            bound = 1 / math.sqrt(hidden_size)  # torch.nn.Linear's initialisation
-            self.W_yh = nn.Parameter(torch.empty(output_size, hidden_size).uniform_(-bound, bound))
+            features = self.directions * hidden_size
+            bound = 1 / math.sqrt(features)  # torch.nn.Linear's initialisation
+            self.W_yh = nn.Parameter(torch.empty(output_size, features).uniform_(-bound, bound))
             self.b_y = nn.Parameter(torch.empty(output_size).uniform_(-bound, bound))
         if output_feedback:
             self.W_hy = nn.Parameter(torch.empty(hidden_size, output_size).uniform_(-bound, bound))
 
     def output(self, h: torch.Tensor) -> torch.Tensor:
-        """The output layer: logits W_yh h^<t> + b_y for states h of shape (..., m)."""
+        """The output layer: logits W_yh h^<t> + b_y for states h of shape (..., D m)."""
         return h @ self.W_yh.T + self.b_y
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None,
                 y_prev: torch.Tensor | None = None):
-        """Run the recurrence over x (B, T, p) from h0 (1, B, m), zeros by default.
+        """Run the recurrence over x (B, T, p) from h0 (L D, B, m), zeros by default.
 
-        Returns (outputs, h_n): outputs (B, T, q) logits, or (B, T, m) states when there is
-        no output layer, and h_n (1, B, m) the state after the last step.
+        Returns (outputs, h_n): outputs (B, T, q) logits, or (B, T, D m) states when there
+        is no output layer, and h_n (L D, B, m) the states after the last step.
 
         With output feedback, `y_prev` (B, T, q) is teacher forcing: y_prev[:, t] is fed
         back in place of the model's own y_hat^<t-1> (typically the one-hot true output
         of the step before, zeros at t = 0).
         """
-        check_sequence(x, self.input_size)
-        if y_prev is not None:
-            if not self.output_feedback:
-                raise ValueError("y_prev (teacher forcing) needs output_feedback=True (7.3)")
-            if tuple(y_prev.shape) != (*x.shape[:2], self.output_size):
-                raise ValueError(f"y_prev has shape {tuple(y_prev.shape)}, expected "
-                                 f"{(*x.shape[:2], self.output_size)} (batch, time, q)")
-        B = x.shape[0]
-        if h0 is None:
-            h = x.new_zeros(B, self.hidden_size)
-        else:
-            check_state(h0, (1, B, self.hidden_size))
-            h = h0[0]
-        cell = self.cell
-        # The input projection does not depend on h: compute it for every step at once.
-        xw = x @ cell.W_hx.T + cell.b_h  # (B, T, m)
-        states, outputs = [], []
-        y_hat = x.new_zeros(B, self.output_size) if self.output_feedback else None
-        fed = y_prev.unbind(1) if y_prev is not None else None
-        for t, xw_t in enumerate(xw.unbind(1)):  # unbind, not indexing: quadratic backward
-            pre = xw_t + h @ cell.W_hh.T
-            if self.output_feedback:  # (7.3): the previous output feeds back
-                pre = pre + (fed[t] if fed is not None else y_hat) @ self.W_hy.T
-            h = cell.S_h(pre)
-            states.append(h)
-            if self.output_feedback:
-                outputs.append(self.output(h))
-                y_hat = torch.softmax(outputs[-1], dim=-1)  # S_y
-        H = torch.stack(states, dim=1)  # (B, T, m)
+        if y_prev is not None and not self.output_feedback:
+            raise ValueError("y_prev (teacher forcing) needs output_feedback=True (7.3)")
         if self.output_feedback:
-            Y = torch.stack(outputs, dim=1)  # (B, T, q)
-        else:
-            Y = self.output(H) if self.output_size is not None else H
-        return Y, h.unsqueeze(0)
+            return self._feedback(x, h0, y_prev)
+        H, (h_n,) = self.recur(x, None if h0 is None else (h0,))
+        return (self.output(H) if self.output_size is not None else H), h_n
+
+    def _feedback(self, x, h0, y_prev):
+        """The recurrence with output feedback (7.3), one step at a time."""
+        check_sequence(x, self.input_size)
+        B = x.shape[0]
+        if y_prev is not None and tuple(y_prev.shape) != (*x.shape[:2], self.output_size):
+            raise ValueError(f"y_prev has shape {tuple(y_prev.shape)}, expected "
+                             f"{(*x.shape[:2], self.output_size)} (batch, time, q)")
+        if h0 is None:
+            h0 = x.new_zeros(1, B, self.hidden_size)
+        check_state(h0, (1, B, self.hidden_size))
+        cell, h = self.cell, h0[0]
+        y_hat = x.new_zeros(B, self.output_size)  # y_hat^<0> = 0
+        fed = y_prev.unbind(1) if y_prev is not None else None
+        outputs = []
+        for t, u in enumerate(cell.input_projection(x).unbind(1)):
+            y_in = fed[t] if fed is not None else y_hat
+            h = cell.S_h(u + h @ cell.W_hh.T + y_in @ self.W_hy.T)  # (7.3)
+            outputs.append(self.output(h))
+            y_hat = torch.softmax(outputs[-1], dim=-1)  # S_y
+        return torch.stack(outputs, dim=1), h.unsqueeze(0)  # (B, T, q), (1, B, m)
 
     @classmethod
     def from_torch(cls, rnn: nn.RNN, linear: nn.Linear | None = None) -> "RNN":
-        """A seqlib RNN carrying the weights of a one-layer torch.nn.RNN (and output Linear).
+        """A seqlib RNN carrying the weights of a torch.nn.RNN (and an output nn.Linear).
 
         torch.nn.RNN has two bias vectors, b_ih and b_hh, that always appear summed:
         b_h = b_ih + b_hh. Outputs agree; the gradient of b_h equals that of each of them.
         """
         if not isinstance(rnn, nn.RNN):
             raise TypeError(f"rnn must be a torch.nn.RNN, got {type(rnn).__name__}")
-        if rnn.num_layers != 1 or rnn.bidirectional:
-            raise ValueError(
-                f"expected a one-layer unidirectional torch.nn.RNN, got num_layers="
-                f"{rnn.num_layers}, bidirectional={rnn.bidirectional}"
-            )
-        if linear is not None and linear.in_features != rnn.hidden_size:
-            raise ValueError(
-                f"linear.in_features={linear.in_features}, expected hidden_size={rnn.hidden_size}"
-            )
-        out = None if linear is None else linear.out_features
-        model = cls(rnn.input_size, rnn.hidden_size, out, nonlinearity=rnn.nonlinearity)
-        model = model.to(dtype=rnn.weight_hh_l0.dtype, device=rnn.weight_hh_l0.device)
-        with torch.no_grad():
-            model.cell.W_hh.copy_(rnn.weight_hh_l0)
-            model.cell.W_hx.copy_(rnn.weight_ih_l0)
-            model.cell.b_h.copy_(rnn.bias_ih_l0 + rnn.bias_hh_l0 if rnn.bias else 0.0)
-            if linear is not None:
+        features = rnn.hidden_size * (2 if rnn.bidirectional else 1)
+        if linear is not None and linear.in_features != features:
+            raise ValueError(f"linear.in_features={linear.in_features}, expected {features}")
+        model = super().from_torch(rnn, nonlinearity=rnn.nonlinearity,
+                                   output_size=None if linear is None else linear.out_features)
+        if linear is not None:
+            with torch.no_grad():
                 model.W_yh.copy_(linear.weight)
                 model.b_y.copy_(linear.bias if linear.bias is not None else 0.0)
         return model

@@ -115,8 +115,10 @@ def test_bad_constructor_arguments():
         RNN(5, 3, 2, nonlinearity="sigmoid")
     with pytest.raises(ValueError, match="output_size"):
         RNN(5, 3, output_feedback=True)
-    with pytest.raises(ValueError, match="one-layer"):
-        RNN.from_torch(nn.RNN(2, 3, num_layers=2))
+    with pytest.raises(TypeError, match="torch.nn.RNN"):
+        RNN.from_torch(nn.GRU(2, 3))
+    with pytest.raises(ValueError, match="one unidirectional layer"):
+        RNN(5, 3, 2, num_layers=2, output_feedback=True)
 
 
 def test_same_seed_gives_bit_identical_outputs_twice():

@@ -1,0 +1,153 @@
+"""Gated units of Section 7.3: the LSTM (7.16)-(7.17) and the GRU (7.18)-(7.19).
+
+Both are `Cell`s of seqlib.rnn, so stacking (7.14) and reversing (7.15) come from
+`Recurrent`, and each has the textbook path (one product per gate, `fast=False`) and the
+fast path (fused gates, input projection for all steps at once, the default).
+The gate blocks are stacked in W_hx, W_hh and b_h in torch.nn's order, so that
+`from_torch` copies weights as they are: (g_i, g_f, c_tilde, g_o) for the LSTM and
+(g_r, g_u, h_tilde) for the GRU.
+"""
+
+import torch
+from torch import nn
+
+from seqlib.rnn import Cell, Recurrent
+
+
+class LSTMCell(Cell):
+    """The LSTM unit, equations (7.16)-(7.17), on a state (h, c) of two (B, m) tensors."""
+
+    gates = 4
+
+    def __init__(self, input_size: int, hidden_size: int):
+        super().__init__(input_size, hidden_size)
+        self.reset_parameters()
+
+    def forward(self, x: torch.Tensor, state: tuple) -> tuple:
+        """One step, as the chapter writes it: one affine map per gate."""
+        h, c = state
+        g_i = torch.sigmoid(self.block(0, x, h))  # input gate: how much news to write
+        g_f = torch.sigmoid(self.block(1, x, h))  # forget gate: how much memory to keep
+        c_tilde = torch.tanh(self.block(2, x, h))  # candidate cell state
+        g_o = torch.sigmoid(self.block(3, x, h))  # output gate: how much memory to show
+        return self.combine(g_i, g_f, c_tilde, g_o, c)
+
+    step = forward
+
+    @staticmethod
+    def combine(g_i, g_f, c_tilde, g_o, c):
+        """(7.17): c = g_f * c + g_i * c_tilde, h = g_o * tanh(c)."""
+        c = g_f * c + g_i * c_tilde
+        return g_o * torch.tanh(c), c
+
+    def fused_step(self, u: torch.Tensor, state: tuple) -> tuple:
+        """The same step from u = W_hx x + b_h (precomputed) with one product for 4 gates."""
+        h, c = state
+        z = u + h @ self.W_hh.T  # (B, 4 m)
+        i, f, g, o = z.chunk(4, dim=-1)
+        return self.combine(torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g),
+                            torch.sigmoid(o), c)
+
+
+class GRUCell(Cell):
+    """The GRU unit, equations (7.18)-(7.19), on a state h (B, m).
+
+    The chapter applies the reset gate before the matrix product,
+        h_tilde = tanh(W_hx[h] x + W_hh[h] (g_r * h) + b_h[h]);
+    with `reset_after=True` it is applied after it, with a bias of its own, as PyTorch
+    and cuDNN do:  h_tilde = tanh(W_hx[h] x + b_h[h] + g_r * (W_hh[h] h + b_hn)).
+    The update gate mixes old and new state as torch.nn.GRU does,
+    h = g_u * h + (1 - g_u) * h_tilde.
+    """
+
+    gates = 3
+
+    def __init__(self, input_size: int, hidden_size: int, reset_after: bool = False):
+        super().__init__(input_size, hidden_size)
+        self.reset_after = bool(reset_after)
+        if reset_after:
+            self.b_hn = nn.Parameter(torch.empty(hidden_size))
+        self.reset_parameters()
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """One step, as the chapter writes it: one affine map per gate."""
+        g_r = torch.sigmoid(self.block(0, x, h))  # reset gate
+        g_u = torch.sigmoid(self.block(1, x, h))  # update gate
+        if self.reset_after:  # PyTorch/cuDNN form
+            m = self.hidden_size
+            recurrent = h @ self.W_hh[2 * m:].T + self.b_hn
+            h_tilde = torch.tanh(x @ self.W_hx[2 * m:].T + self.b_h[2 * m:] + g_r * recurrent)
+        else:  # the chapter's form: reset before the product
+            h_tilde = torch.tanh(self.block(2, x, g_r * h))
+        return g_u * h + (1 - g_u) * h_tilde
+
+    def step(self, x, state):
+        return (self(x, state[0]),)
+
+    def fused_step(self, u: torch.Tensor, state: tuple) -> tuple:
+        """The same step from u = W_hx x + b_h (precomputed), gates fused."""
+        (h,) = state
+        m = self.hidden_size
+        if self.reset_after:  # all three recurrent products in one
+            hr, hu, hn = (h @ self.W_hh.T).chunk(3, dim=-1)
+            g_r, g_u = torch.sigmoid(u[:, :m] + hr), torch.sigmoid(u[:, m:2 * m] + hu)
+            h_tilde = torch.tanh(u[:, 2 * m:] + g_r * (hn + self.b_hn))
+        else:  # the reset gate must be known before the candidate's product
+            gates = torch.sigmoid(u[:, :2 * m] + h @ self.W_hh[:2 * m].T)
+            g_r, g_u = gates.chunk(2, dim=-1)
+            h_tilde = torch.tanh(u[:, 2 * m:] + (g_r * h) @ self.W_hh[2 * m:].T)
+        return (g_u * h + (1 - g_u) * h_tilde,)
+
+    def load_torch(self, w_ih, w_hh, b_ih, b_hh) -> None:
+        """torch.nn.GRU keeps b_hn apart: it is multiplied by the reset gate."""
+        if not self.reset_after:
+            raise ValueError("torch.nn.GRU applies the reset gate after the product: "
+                             "load it into a GRU with reset_after=True")
+        m = self.hidden_size
+        if b_ih is None:
+            b_ih = b_hh = torch.zeros_like(self.b_h)
+        summed = torch.cat([b_ih[:2 * m] + b_hh[:2 * m], b_ih[2 * m:]])
+        super().load_torch(w_ih, w_hh, summed, torch.zeros_like(summed))
+        with torch.no_grad():
+            self.b_hn.copy_(b_hh[2 * m:])
+
+
+class LSTM(Recurrent):
+    """LSTM over (B, T, p): returns output (B, T, D m) and (h, c), each (L D, B, m),
+    as torch.nn.LSTM(batch_first=True) does."""
+
+    cell_class = LSTMCell
+    state_count = 2
+    torch_name = "LSTM"
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bidirectional: bool = False, *, fast: bool = True):
+        super().__init__(input_size, hidden_size, num_layers, bidirectional, fast)
+
+    def forward(self, x: torch.Tensor, state: tuple | None = None):
+        if state is not None and (not isinstance(state, tuple) or len(state) != 2):
+            raise TypeError("the LSTM's state is a tuple (h0, c0), as for torch.nn.LSTM")
+        return self.recur(x, state)
+
+
+class GRU(Recurrent):
+    """GRU over (B, T, p): returns output (B, T, D m) and h (L D, B, m), as torch.nn.GRU
+    (batch_first=True) does. `reset_after=True` is PyTorch's form of the unit."""
+
+    cell_class = GRUCell
+    torch_name = "GRU"
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bidirectional: bool = False, reset_after: bool = False, *, fast: bool = True):
+        super().__init__(input_size, hidden_size, num_layers, bidirectional, fast,
+                         reset_after=reset_after)
+        self.reset_after = reset_after
+
+    def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None):
+        output, (h,) = self.recur(x, None if h0 is None else (h0,))
+        return output, h
+
+    @classmethod
+    def from_torch(cls, gru: nn.GRU, **options) -> "GRU":
+        """A seqlib GRU, in PyTorch's form (reset_after=True), with the weights of `gru`."""
+        return super().from_torch(gru, reset_after=True, **options)

@@ -1,0 +1,160 @@
+"""LSTM (7.16)-(7.17), GRU (7.18)-(7.19), stacking (7.14) and reversing (7.15):
+equal to torch.nn for every layout, fast path equal to the textbook path, clear errors."""
+
+import itertools
+
+import pytest
+import torch
+from torch import nn
+
+import seqlib
+from seqlib.gated import GRU, LSTM
+from seqlib.rnn import RNN
+
+LAYOUTS = [(1, False), (2, False), (1, True), (3, True)]
+UNITS = [(nn.RNN, RNN), (nn.LSTM, LSTM), (nn.GRU, GRU)]
+
+
+def pair(torch_class, ours_class, layers, bidirectional, dtype, p=5, m=7, seed=0):
+    torch.manual_seed(seed)
+    ref = torch_class(p, m, num_layers=layers, bidirectional=bidirectional,
+                      batch_first=True).to(dtype)
+    return ref, ours_class.from_torch(ref)
+
+
+def as_tuple(state):
+    return state if isinstance(state, tuple) else (state,)
+
+
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-5), (torch.float64, 1e-10)])
+@pytest.mark.parametrize("layers, bidirectional", LAYOUTS)
+@pytest.mark.parametrize("units", UNITS, ids=lambda u: u[1].__name__)
+def test_from_torch_outputs_and_all_gradients_agree(units, layers, bidirectional, dtype, tol):
+    ref, ours = pair(*units, layers, bidirectional, dtype)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(3, 6, 5, generator=gen, dtype=dtype)
+    x_ref = x.clone().requires_grad_(True)
+    x_ours = x.clone().requires_grad_(True)
+    out_ref, state_ref = ref(x_ref)
+    out, state = ours(x_ours)
+    torch.testing.assert_close(out, out_ref, atol=tol, rtol=tol)
+    for a, b in zip(as_tuple(state), as_tuple(state_ref), strict=True):
+        torch.testing.assert_close(a, b, atol=tol, rtol=tol)
+    weights = torch.randn(out.shape, generator=gen, dtype=dtype)
+    loss = (out * weights).sum() + sum(s.square().sum() for s in as_tuple(state))
+    loss_ref = (out_ref * weights).sum() + sum(s.square().sum() for s in as_tuple(state_ref))
+    loss.backward()
+    loss_ref.backward()
+    torch.testing.assert_close(x_ours.grad, x_ref.grad, atol=tol, rtol=tol)
+    m = ref.hidden_size
+    for k, cell in enumerate(ours.cells):
+        layer, direction = divmod(k, ours.directions)
+        suffix = f"_l{layer}" + ("_reverse" if direction else "")
+        grad = {n: getattr(ref, f"{n}{suffix}").grad for n in
+                ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
+        torch.testing.assert_close(cell.W_hx.grad, grad["weight_ih"], atol=tol, rtol=tol)
+        torch.testing.assert_close(cell.W_hh.grad, grad["weight_hh"], atol=tol, rtol=tol)
+        if isinstance(ours, GRU):  # b_h[r, u] is b_ih + b_hh; b_h[h] is b_in; b_hn apart
+            torch.testing.assert_close(cell.b_h.grad, grad["bias_ih"], atol=tol, rtol=tol)
+            torch.testing.assert_close(cell.b_h.grad[:2 * m], grad["bias_hh"][:2 * m],
+                                       atol=tol, rtol=tol)
+            torch.testing.assert_close(cell.b_hn.grad, grad["bias_hh"][2 * m:],
+                                       atol=tol, rtol=tol)
+        else:
+            torch.testing.assert_close(cell.b_h.grad, grad["bias_ih"], atol=tol, rtol=tol)
+            torch.testing.assert_close(cell.b_h.grad, grad["bias_hh"], atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("layers, bidirectional", LAYOUTS)
+@pytest.mark.parametrize("make", [
+    lambda **k: RNN(4, 6, **k), lambda **k: LSTM(4, 6, **k), lambda **k: GRU(4, 6, **k),
+    lambda **k: GRU(4, 6, reset_after=True, **k)], ids=["RNN", "LSTM", "GRU", "GRU-after"])
+def test_fast_path_equals_textbook_path(make, layers, bidirectional):
+    torch.manual_seed(0)
+    fast = make(num_layers=layers, bidirectional=bidirectional).double()
+    textbook = make(num_layers=layers, bidirectional=bidirectional, fast=False).double()
+    textbook.load_state_dict(fast.state_dict())
+    x = torch.randn(2, 5, 4, dtype=torch.float64)
+    out_fast, state_fast = fast(x)
+    out_text, state_text = textbook(x)
+    torch.testing.assert_close(out_fast, out_text, atol=1e-12, rtol=1e-12)
+    for a, b in zip(as_tuple(state_fast), as_tuple(state_text), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-12)
+    out_fast.sum().backward()
+    out_text.sum().backward()
+    for (name, a), b in zip(fast.named_parameters(), textbook.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad, atol=1e-12, rtol=1e-12, msg=name)
+
+
+def test_initial_states_are_used_like_torch():
+    ref, ours = pair(nn.LSTM, LSTM, 2, True, torch.float64)
+    h0, c0 = torch.randn(2, 4, 3, 7, dtype=torch.float64).unbind(0)
+    x = torch.randn(3, 5, 5, dtype=torch.float64)
+    torch.testing.assert_close(ours(x, (h0, c0))[0], ref(x, (h0, c0))[0])
+    ref, ours = pair(nn.GRU, GRU, 2, True, torch.float64)
+    torch.testing.assert_close(ours(x, h0)[0], ref(x, h0)[0])
+
+
+def test_uneven_sizes():
+    for (torch_class, ours_class), (p, m) in itertools.product(UNITS, [(1, 9), (11, 2)]):
+        torch.manual_seed(0)
+        ref = torch_class(p, m, num_layers=2, bidirectional=True, batch_first=True).double()
+        x = torch.randn(2, 3, p, dtype=torch.float64)
+        torch.testing.assert_close(ours_class.from_torch(ref)(x)[0], ref(x)[0])
+
+
+def test_parameter_inventory_of_the_chapter():
+    p, m, q = 10, 16, 5
+    lstm, gru = LSTM(p, m), GRU(p, m)
+    # LSTM: four m x m, four m x p, five bias vectors once the output layer is added.
+    assert seqlib.count_parameters(lstm) + q * m + q == 4 * m * m + 4 * m * p + q * m + 4 * m + q
+    # GRU: three m x m, three m x p, four bias vectors with the output layer.
+    assert seqlib.count_parameters(gru) + q * m + q == 3 * m * m + 3 * m * p + q * m + 3 * m + q
+    # PyTorch's form carries one more bias vector, b_hn, inside the reset product.
+    assert seqlib.count_parameters(GRU(p, m, reset_after=True)) == seqlib.count_parameters(gru) + m
+
+
+def test_gru_forms_differ():
+    torch.manual_seed(0)
+    chapter = GRU(3, 4).double()
+    after = GRU(3, 4, reset_after=True).double()
+    after.load_state_dict(chapter.state_dict(), strict=False)
+    nn.init.zeros_(after.cell.b_hn)
+    x = torch.randn(2, 5, 3, dtype=torch.float64)
+    assert not torch.allclose(chapter(x)[0], after(x)[0])
+
+
+def test_only_h_goes_up_the_stack():
+    torch.manual_seed(0)
+    lstm = LSTM(3, 4, num_layers=2).double()
+    x = torch.randn(2, 5, 3, dtype=torch.float64)
+    first = LSTM(3, 4).double()
+    first.cell.load_state_dict(lstm.cell.state_dict())
+    second = LSTM(4, 4).double()
+    second.cell.load_state_dict(lstm.cell_l1.state_dict())
+    torch.testing.assert_close(lstm(x)[0], second(first(x)[0])[0])
+
+
+@pytest.mark.parametrize("cls", [LSTM, GRU, RNN])
+def test_bad_input(cls):
+    model = cls(4, 3, num_layers=2)
+    with pytest.raises(ValueError, match="expected input_size=4"):
+        model(torch.randn(2, 5, 6))
+    with pytest.raises(ValueError, match="empty"):
+        model(torch.randn(2, 0, 4))
+    with pytest.raises(ValueError, match="3 dimensions"):
+        model(torch.randn(5, 4))
+    bad = torch.zeros(1, 2, 3)  # one layer's worth of state for two layers
+    with pytest.raises(ValueError, match=r"h0 has shape \(1, 2, 3\), expected \(2, 2, 3\)"):
+        model(torch.randn(2, 5, 4), (bad, bad) if cls is LSTM else bad)
+    with pytest.raises(ValueError, match="num_layers"):
+        cls(4, 3, num_layers=0)
+
+
+def test_lstm_state_must_be_a_pair_and_torch_types_checked():
+    with pytest.raises(TypeError, match=r"tuple \(h0, c0\)"):
+        LSTM(4, 3)(torch.randn(2, 5, 4), torch.zeros(1, 2, 3))
+    with pytest.raises(TypeError, match="torch.nn.LSTM"):
+        LSTM.from_torch(nn.GRU(4, 3))
+    with pytest.raises(ValueError, match="reset_after=True"):
+        GRU(4, 3).cell.load_torch(*nn.GRU(4, 3).parameters())
