@@ -51,7 +51,7 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_rnn.py
+	$(BIN)/python -m benchmarks.bench_recurrent
 
 clean:
 	rm -rf _build .pytest_cache .ruff_cache
