@@ -43,10 +43,12 @@ class LSTMCell(Cell):
     def fused_step(self, u: torch.Tensor, state: tuple) -> tuple:
         """The same step from u = W_hx x + b_h (precomputed) with one product for 4 gates."""
         h, c = state
-        z = u + h @ self.W_hh.T  # (B, 4 m)
-        i, f, g, o = z.chunk(4, dim=-1)
-        return self.combine(torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g),
-                            torch.sigmoid(o), c)
+        m = self.hidden_size
+        z = torch.addmm(u, h, self.W_hh.T)  # (B, 4 m): u + h W_hh^T in one call
+        g_i, g_f, _, g_o = torch.sigmoid(z).chunk(4, dim=-1)  # one sigmoid for 3 gates
+        c_tilde = torch.tanh(z[:, 2 * m:3 * m])
+        c = torch.addcmul(g_f * c, g_i, c_tilde)  # (7.17)
+        return g_o * torch.tanh(c), c
 
 
 class GRUCell(Cell):
@@ -89,13 +91,13 @@ class GRUCell(Cell):
         (h,) = state
         m = self.hidden_size
         if self.reset_after:  # all three recurrent products in one
-            hr, hu, hn = (h @ self.W_hh.T).chunk(3, dim=-1)
+            hr, hu, hn = (h @ self.W_hh.T).chunk(3, dim=-1)  # one product for 3 gates
             g_r, g_u = torch.sigmoid(u[:, :m] + hr), torch.sigmoid(u[:, m:2 * m] + hu)
             h_tilde = torch.tanh(u[:, 2 * m:] + g_r * (hn + self.b_hn))
         else:  # the reset gate must be known before the candidate's product
-            gates = torch.sigmoid(u[:, :2 * m] + h @ self.W_hh[:2 * m].T)
+            gates = torch.sigmoid(torch.addmm(u[:, :2 * m], h, self.W_hh[:2 * m].T))
             g_r, g_u = gates.chunk(2, dim=-1)
-            h_tilde = torch.tanh(u[:, 2 * m:] + (g_r * h) @ self.W_hh[2 * m:].T)
+            h_tilde = torch.tanh(torch.addmm(u[:, 2 * m:], g_r * h, self.W_hh[2 * m:].T))
         return (g_u * h + (1 - g_u) * h_tilde,)
 
     def load_torch(self, w_ih, w_hh, b_ih, b_hh) -> None:

@@ -139,7 +139,7 @@ class RNNCell(Cell):
         return (self(x, state[0]),)
 
     def fused_step(self, u, state):
-        return (self.S_h(u + state[0] @ self.W_hh.T),)
+        return (self.S_h(torch.addmm(u, state[0], self.W_hh.T)),)
 
 
 def cell_name(layer: int, direction: int) -> str:
