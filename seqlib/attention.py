@@ -1,0 +1,196 @@
+"""The attention mechanism of Section 7.4, equations (7.20)-(7.21).
+
+A query proxy z_q is compared with the key proxies z_k^<1>, ..., z_k^<T> by a score
+function s; the scores, passed through a softmax over the keys, are the attention weights,
+and the output is the weighted sum of the values v^<t>, (7.20):
+
+    alpha_t = exp(s(z_q, z_k^<t>)) / sum_t' exp(s(z_q, z_k^<t'>)),
+    u = sum_t alpha_t v^<t>.
+
+The score functions of (7.21), for z_q of m_q features and z_k of m_k features:
+
+    "inner"     s = z_q^T z_k / sqrt(m)                  (m_q = m_k = m, scaled inner product)
+    "general"   s = z_q^T W_s z_k                        (W_s is m_q x m_k)
+    "concat"    s = w_s^T tanh(W [z_q; z_k])             (W is a x (m_q + m_k))
+    "additive"  s = w_s^T tanh(W_sa z_q + W_sb z_k)      (Bahdanau et al., 2014)
+
+"concat" and "additive" are the same family (W = [W_sa, W_sb]); "concat" is written as the
+formula reads, on the concatenated pairs, "additive" projects queries and keys apart and
+costs much less memory. Tensors are (batch, time, features): queries (B, T_q, m_q), keys
+(B, T_k, m_k), values (B, T_k, m_v), weights (B, T_q, T_k), outputs (B, T_q, m_v).
+
+Two masks restrict which keys a query sees: a padding mask (B, T_k), True at real keys,
+and `causal=True`, where queries and keys lie on the same time axis and the query at time
+t sees the keys at times <= t. A query that sees no key at all has no softmax to take: it
+raises a ValueError rather than returning NaN.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+SCORES = ("inner", "general", "concat", "additive")
+
+
+def _check_tensor(name: str, x, features: int | None = None) -> None:
+    """Raise unless `x` is a float (batch, time, features) tensor with `features` features."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must hold floats, got dtype {x.dtype}")
+    if x.dim() != 3:
+        raise ValueError(f"{name} must be (batch, time, features), got shape {tuple(x.shape)}")
+    if features is not None and x.shape[-1] != features:
+        raise ValueError(f"{name} has {x.shape[-1]} features, expected {features}")
+
+
+def visible_keys(mask: torch.Tensor | None, causal: bool, B: int, T_q: int, T_k: int,
+                 device=None) -> torch.Tensor | None:
+    """Which keys each query may attend to, a (B, T_q, T_k) boolean, or None for all of them.
+
+    `mask` (B, T_k) is True at real keys. With `causal`, query i sits at time T_k - T_q + i
+    of the keys' axis (the same time when T_q = T_k; the last T_q times when earlier keys
+    were cached) and sees the keys up to that time.
+    """
+    if mask is not None:
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+            raise TypeError(f"mask must be a bool tensor (True at real keys), got {got}")
+        if tuple(mask.shape) != (B, T_k):
+            raise ValueError(f"mask has shape {tuple(mask.shape)}, expected (batch, keys) = "
+                             f"{(B, T_k)}")
+    if causal and T_q > T_k:
+        raise ValueError(f"causal attention needs no more queries than keys, got T_q={T_q} "
+                         f"queries and T_k={T_k} keys")
+    if mask is None and not causal:
+        return None
+    allowed = torch.ones(B, T_q, T_k, dtype=torch.bool, device=device)
+    if mask is not None:
+        allowed = allowed & mask[:, None, :]  # (B, 1, T_k): the same keys for every query
+    if causal:
+        t_q = torch.arange(T_k - T_q, T_k, device=device)  # time of each query
+        allowed = allowed & (torch.arange(T_k, device=device) <= t_q[:, None])  # (T_q, T_k)
+    if not allowed.any(-1).all():
+        b, i = (~allowed.any(-1)).nonzero()[0].tolist()
+        raise ValueError(f"query {i} of batch entry {b} sees no key (all its keys are masked "
+                         "or in its future): its attention weights are undefined")
+    return allowed
+
+
+def attend(scores: torch.Tensor, values: torch.Tensor, *, mask: torch.Tensor | None = None,
+           causal: bool = False):
+    """(7.20): softmax of the scores (B, T_q, T_k) over the keys, then the weighted sum of
+    the values (B, T_k, m_v). Returns outputs u (B, T_q, m_v) and weights alpha (B, T_q, T_k).
+    """
+    B, T_q, T_k = scores.shape
+    if T_k == 0:
+        raise ValueError("there are no keys (T_k = 0): the attention weights are undefined")
+    if values.shape[:2] != (B, T_k):
+        raise ValueError(f"values has shape {tuple(values.shape)}, expected (batch, keys, "
+                         f"features) with batch, keys = {(B, T_k)}")
+    allowed = visible_keys(mask, causal, B, T_q, T_k, scores.device)
+    if allowed is not None:
+        scores = scores.masked_fill(~allowed, float("-inf"))  # exp(-inf) = 0: weight 0
+    alpha = torch.softmax(scores, dim=-1)  # (B, T_q, T_k), rows sum to 1
+    return alpha @ values, alpha  # u = sum_t alpha_t v^<t>: (B, T_q, m_v)
+
+
+def inner_product_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, *,
+                            mask: torch.Tensor | None = None, causal: bool = False):
+    """Attention (7.20) with the scaled inner-product score z_q^T z_k / sqrt(m) of (7.21).
+
+    queries (B, T_q, m), keys (B, T_k, m), values (B, T_k, m_v); returns outputs
+    (B, T_q, m_v) and weights (B, T_q, T_k). No parameters: the proxies are used as given.
+    """
+    _check_tensor("queries", queries)
+    _check_tensor("keys", keys)
+    _check_tensor("values", values)
+    if queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(f"the inner-product score needs queries and keys of the same size, "
+                         f"got m_q={queries.shape[-1]} and m_k={keys.shape[-1]}; use the "
+                         "'general', 'concat' or 'additive' score")
+    if queries.shape[0] != keys.shape[0]:
+        raise ValueError(f"queries and keys have batch sizes {queries.shape[0]} and "
+                         f"{keys.shape[0]}, expected equal")
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(keys.shape[-1])  # (B, T_q, T_k)
+    return attend(scores, values, mask=mask, causal=causal)
+
+
+def _uniform(*shape: int) -> nn.Parameter:
+    """A parameter drawn like torch.nn.Linear's weights: uniform(+-1/sqrt(fan_in))."""
+    bound = 1 / math.sqrt(shape[-1])
+    return nn.Parameter(torch.empty(*shape).uniform_(-bound, bound))
+
+
+class Attention(nn.Module):
+    """Attention (7.20) with any score function of (7.21): "inner", "general", "concat" or
+    "additive" (the default, Bahdanau's).
+
+    `attention_size` a is the width of the tanh layer of "concat" and "additive" (default:
+    query_size, as in Bahdanau et al.); the other two scores have no such layer.
+    `forward(queries (B, T_q, m_q), keys (B, T_k, m_k), values (B, T_k, m_v), *, mask=None,
+    causal=False)` returns outputs u (B, T_q, m_v) and weights alpha (B, T_q, T_k).
+    """
+
+    def __init__(self, query_size: int, key_size: int, score: str = "additive",
+                 attention_size: int | None = None):
+        super().__init__()
+        for name, value in [("query_size", query_size), ("key_size", key_size)]:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if score not in SCORES:
+            raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+        if score == "inner" and query_size != key_size:
+            raise ValueError(f"the 'inner' score needs query_size == key_size, got "
+                             f"{query_size} and {key_size}; use 'general', 'concat' or "
+                             "'additive'")
+        if attention_size is not None and score in ("inner", "general"):
+            raise ValueError(f"attention_size is for the 'concat' and 'additive' scores, "
+                             f"not {score!r}")
+        a = query_size if attention_size is None else attention_size
+        if isinstance(a, bool) or not isinstance(a, int) or a < 1:
+            raise ValueError(f"attention_size must be a positive int or None, got {a!r}")
+        self.query_size, self.key_size, self.score = query_size, key_size, score
+        if score == "general":
+            self.W_s = _uniform(query_size, key_size)
+        elif score == "concat":
+            self.W = _uniform(a, query_size + key_size)
+            self.w_s = _uniform(a)
+        elif score == "additive":
+            self.W_sa = _uniform(a, query_size)
+            self.W_sb = _uniform(a, key_size)
+            self.w_s = _uniform(a)
+        self.attention_size = a if score in ("concat", "additive") else None
+
+    def scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """s(z_q, z_k) of (7.21) for every pair: queries (B, T_q, m_q), keys (B, T_k, m_k)
+        -> scores (B, T_q, T_k)."""
+        if self.score == "inner":
+            return queries @ keys.transpose(1, 2) / math.sqrt(self.key_size)
+        if self.score == "general":
+            return queries @ (keys @ self.W_s.T).transpose(1, 2)  # z_q^T (W_s z_k)
+        if self.score == "concat":
+            T_q, T_k = queries.shape[1], keys.shape[1]
+            pairs = torch.cat([queries[:, :, None].expand(-1, -1, T_k, -1),  # (B, T_q, T_k, m_q)
+                               keys[:, None].expand(-1, T_q, -1, -1)],  # (B, T_q, T_k, m_k)
+                              dim=-1)  # [z_q; z_k] for every pair: (B, T_q, T_k, m_q + m_k)
+            return torch.tanh(pairs @ self.W.T) @ self.w_s  # (B, T_q, T_k)
+        a_q = (queries @ self.W_sa.T)[:, :, None]  # W_sa z_q: (B, T_q, 1, a)
+        a_k = (keys @ self.W_sb.T)[:, None]  # W_sb z_k: (B, 1, T_k, a)
+        return torch.tanh(a_q + a_k) @ self.w_s  # (B, T_q, T_k)
+
+    def forward(self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, *,
+                mask: torch.Tensor | None = None, causal: bool = False):
+        """Outputs u (B, T_q, m_v) and attention weights alpha (B, T_q, T_k), (7.20)."""
+        _check_tensor("queries", queries, self.query_size)
+        _check_tensor("keys", keys, self.key_size)
+        _check_tensor("values", values)
+        if queries.shape[0] != keys.shape[0]:
+            raise ValueError(f"queries and keys have batch sizes {queries.shape[0]} and "
+                             f"{keys.shape[0]}, expected equal")
+        return attend(self.scores(queries, keys), values, mask=mask, causal=causal)
+
+    def extra_repr(self) -> str:
+        return (f"query_size={self.query_size}, key_size={self.key_size}, "
+                f"score={self.score!r}, attention_size={self.attention_size}")

@@ -1,0 +1,330 @@
+"""Encoder-decoder models of Section 7.4: Fig. 7.9 (a) and (b), and with attention, Fig. 7.10.
+
+An encoder reads the source sentence x^<1>, ..., x^<S> and a decoder writes the target
+y^<1>, ..., y^<T>, one token at a time, each step reading the previous token (<start> first).
+
+- Fig. 7.9 (a): the code z, the encoder's last state, is the decoder's initial state.
+- Fig. 7.9 (b): z is also fed to every decoder step (concatenated to its input) and to the
+  output layer (Cho et al., 2014). Sutskever et al. (2014) also reverse the source.
+- Fig. 7.10, (7.22): a bidirectional encoder gives v^<t> = [h_fwd^<t>; h_bwd^<t>] at every
+  source position, and at each step t the decoder attends to them with the query
+  z_q = s^<t-1> (Bahdanau et al., 2014); the attention output u^<t> feeds the unit with the
+  embedded previous token, and the output layer reads [s^<t>; u^<t>; embedded y^<t-1>].
+
+Ids are (batch, time) tensors, logits (batch, time, vocabulary). Batches are padded at the
+end with <empty> (id 0) and come with a mask, True at real tokens (seqlib.text.pad_batch).
+Padding never changes a result: the encoder holds its state at padded steps, so the code
+is the state after the last real token; attention gives padded keys weight 0; and the
+loss ignores padded target positions (the chapter's footnote).
+
+Both models share one decoding protocol, used by seqlib.decoding: `start(src, src_mask)`
+-> state, `step(tokens (N,), state)` -> (logits (N, V), state), `reorder(state, index)`
+-> state with the batch entries `index` (to repeat and select hypotheses of a beam).
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqlib.attention import SCORES, Attention
+from seqlib.gated import GRU, LSTM
+from seqlib.rnn import RNN, Recurrent, positive_int
+
+UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
+
+
+def freeze(module: nn.Module) -> nn.Module:
+    """Stop training `module` (requires_grad = False on its parameters); returns it."""
+    return module.requires_grad_(False)
+
+
+def unfreeze(module: nn.Module) -> nn.Module:
+    """Train `module` again (requires_grad = True on its parameters); returns it."""
+    return module.requires_grad_(True)
+
+
+def check_ids(name: str, ids, vocab_size: int | None, dim: int) -> None:
+    """Raise unless `ids` is an integer tensor of `dim` dimensions with ids in [0, vocab_size)
+    (ids >= 0 only, when vocab_size is None)."""
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
+    if ids.dim() != dim:
+        raise ValueError(f"{name} must have {dim} dimension(s), got shape {tuple(ids.shape)}")
+    top = float("inf") if vocab_size is None else vocab_size
+    if ids.numel() and (ids.min() < 0 or ids.max() >= top):
+        raise ValueError(f"{name} must lie in [0, {top}) (the vocabulary), got ids "
+                         f"from {ids.min().item()} to {ids.max().item()}")
+
+
+def check_source(src, src_mask, vocab_size: int | None = None) -> torch.Tensor:
+    """Check a padded source batch, src (B, S) ids and src_mask (B, S) bool, True at real
+    tokens, padding at the end only, at least one real token per sentence. Returns the
+    lengths (B,)."""
+    check_ids("src", src, vocab_size, dim=2)
+    if not isinstance(src_mask, torch.Tensor) or src_mask.dtype != torch.bool:
+        got = src_mask.dtype if isinstance(src_mask, torch.Tensor) else type(src_mask).__name__
+        raise TypeError(f"src_mask must be a bool tensor (True at real tokens), got {got}")
+    if src_mask.shape != src.shape:
+        raise ValueError(f"src_mask has shape {tuple(src_mask.shape)}, expected "
+                         f"{tuple(src.shape)} like src")
+    B, S = src.shape
+    if B == 0 or S == 0:
+        raise ValueError(f"the source batch is empty: src has shape {(B, S)}")
+    lengths = src_mask.sum(1)  # (B,)
+    if (lengths == 0).any():
+        raise ValueError(f"source sentence {(lengths == 0).nonzero()[0].item()} is empty "
+                         "(no real token in src_mask): there is nothing to encode")
+    if not torch.equal(src_mask, torch.arange(S, device=src.device) < lengths[:, None]):
+        raise ValueError("src_mask must be True on a prefix of each row (padding at the end "
+                         "only), as seqlib.text.pad_batch returns")
+    return lengths
+
+
+def reverse_source(src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+    """Each sentence's real tokens in reverse order (Sutskever et al., 2014); the padding
+    stays at the end: [a, b, c, <empty>] -> [c, b, a, <empty>]."""
+    lengths = check_source(src, src_mask)
+    t = torch.arange(src.shape[1], device=src.device)  # (S,)
+    index = torch.where(src_mask, lengths[:, None] - 1 - t, t)  # (B, S): L-1-t, or t itself
+    return src.gather(1, index)
+
+
+def masked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, pad_id: int = 0):
+    """Cross-entropy averaged over the real target tokens: positions where targets == pad_id
+    are left out, as the chapter's footnote says the loss ignores padding.
+    logits (B, T, V), targets (B, T)."""
+    if logits.dim() != 3 or targets.shape != logits.shape[:2]:
+        raise ValueError(f"expected logits (B, T, V) and targets (B, T), got shapes "
+                         f"{tuple(logits.shape)} and {tuple(targets.shape)}")
+    if not (targets != pad_id).any():
+        raise ValueError(f"every target is padding (pad_id={pad_id}): the loss is undefined")
+    B, T, V = logits.shape
+    return F.cross_entropy(logits.reshape(B * T, V), targets.reshape(B * T),  # (B T, V), (B T,)
+                           ignore_index=pad_id)
+
+
+def masked_recur(recurrent: Recurrent, x: torch.Tensor, mask: torch.Tensor):
+    """`recurrent.recur` over a right-padded batch x (B, S, p): at padded steps (mask False)
+    every state is held, so each direction ends on the state after the sentence's last real
+    token (the reverse direction starts at it, from zeros).
+
+    Returns outputs (B, S, D m) (held states at padded steps) and the last state, a tuple
+    of (L D, B, m) tensors, exactly as `recurrent` gives for each sentence alone.
+    """
+    if mask.dtype != torch.bool or mask.shape != x.shape[:2]:
+        raise ValueError(f"mask must be a bool (batch, time) tensor like x's first two "
+                         f"dimensions {tuple(x.shape[:2])}, got {mask.dtype} {tuple(mask.shape)}")
+    B, S, _ = x.shape
+    D, m = recurrent.directions, recurrent.hidden_size
+    layer_input, finals = x, []
+    for layer in range(recurrent.num_layers):
+        outputs = []
+        for direction in range(D):
+            cell = recurrent.cells[layer * D + direction]
+            if recurrent.fast:
+                step, inputs = cell.fused_step, cell.input_projection(layer_input).unbind(1)
+            else:
+                step, inputs = cell.step, layer_input.unbind(1)
+            state = tuple(x.new_zeros(B, m) for _ in range(recurrent.state_count))
+            hs = [None] * S
+            for t in reversed(range(S)) if direction else range(S):  # (7.15)
+                new = step(inputs[t], state)
+                real = mask[:, t, None]  # (B, 1): update real steps, hold padded ones
+                state = tuple(torch.where(real, n, s) for n, s in zip(new, state, strict=True))
+                hs[t] = state[0]
+            outputs.append(torch.stack(hs, dim=1))  # (B, S, m)
+            finals.append(state)
+        layer_input = torch.cat(outputs, dim=-1)  # (B, S, D m): feeds layer l + 1
+    last = tuple(torch.stack([f[i] for f in finals]) for i in range(recurrent.state_count))
+    return layer_input, last  # (B, S, D m), each (L D, B, m)
+
+
+def make_unit(unit: str, input_size: int, hidden_size: int, num_layers: int = 1,
+              bidirectional: bool = False) -> Recurrent:
+    """seqlib.RNN, seqlib.gated.LSTM or seqlib.gated.GRU by name: "rnn", "lstm" or "gru"."""
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {sorted(UNITS)}, got {unit!r}")
+    return UNITS[unit](input_size, hidden_size, num_layers=num_layers,
+                       bidirectional=bidirectional)
+
+
+def reorder_state(state: dict, index: torch.Tensor) -> dict:
+    """The decoding state of batch entries `index` (N',): the recurrent "hidden" states are
+    (L, N, m) (batch second), every other tensor has the batch first."""
+    picked = {}
+    for key, value in state.items():
+        if value is None:
+            picked[key] = None
+        elif key == "hidden":
+            picked[key] = tuple(s.index_select(1, index) for s in value)  # (L, N', m)
+        else:
+            picked[key] = value.index_select(0, index)  # (N', ...)
+    return picked
+
+
+class Encoder(nn.Module):
+    """Embedding and recurrent unit over the source; padding-proof through `masked_recur`.
+    forward(src (B, S), src_mask (B, S)) -> outputs (B, S, D m), last state (tuple)."""
+
+    def __init__(self, vocab_size: int, embed_size: int, hidden_size: int, *, unit: str = "gru",
+                 num_layers: int = 1, bidirectional: bool = False, pad_id: int = 0):
+        super().__init__()
+        self.vocab_size = positive_int("vocab_size", vocab_size)
+        self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
+        self.recurrent = make_unit(unit, embed_size, hidden_size, num_layers, bidirectional)
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor):
+        """Outputs v (B, S, D m) at every source position and the last state (the code z)."""
+        check_source(src, src_mask, self.vocab_size)
+        return masked_recur(self.recurrent, self.embedding(src), src_mask)  # x: (B, S, E)
+
+
+class Decoder(nn.Module):
+    """The decoder of Fig. 7.9: embedding, recurrent unit, output layer. With `code_size`
+    (Fig. 7.9 (b)) the code z (B, code_size) joins the input of every step and the output
+    layer. forward(tgt_in (B, T), state, z=None) -> logits (B, T, V), state."""
+
+    def __init__(self, vocab_size: int, embed_size: int, hidden_size: int, *, unit: str = "gru",
+                 num_layers: int = 1, code_size: int = 0, pad_id: int = 0):
+        super().__init__()
+        self.vocab_size = positive_int("vocab_size", vocab_size)
+        self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
+        self.recurrent = make_unit(unit, embed_size + code_size, hidden_size, num_layers)
+        self.output = nn.Linear(hidden_size + code_size, vocab_size)
+
+    def forward(self, tgt_in: torch.Tensor, state: tuple, z: torch.Tensor | None = None):
+        """Logits (B, T, V) after each token of tgt_in (B, T), from `state`; the last state."""
+        x = self.embedding(tgt_in)  # (B, T, E)
+        if z is not None:
+            z = z[:, None].expand(-1, x.shape[1], -1)  # (B, T, m): z at every step
+            x = torch.cat([x, z], dim=-1)  # (B, T, E + m)
+        s, state = self.recurrent.recur(x, state)  # (B, T, m)
+        if z is not None:
+            s = torch.cat([s, z], dim=-1)  # (B, T, 2 m)
+        return self.output(s), state  # (B, T, V)
+
+
+class Seq2Seq(nn.Module):
+    """Encoder-decoder of Fig. 7.9, with a unit "rnn", "lstm" or "gru" on both sides.
+
+    `feed_code=False` is Fig. 7.9 (a), True is (b); `reverse_source=True` reads each source
+    sentence backwards (its padding stays at the end). `forward(src (B, S), src_mask (B, S),
+    tgt_in (B, T))` returns the teacher-forced logits (B, T, V); tgt_in starts with <start>.
+    """
+
+    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, embed_size: int,
+                 hidden_size: int, *, unit: str = "gru", num_layers: int = 1,
+                 feed_code: bool = False, reverse_source: bool = False, pad_id: int = 0):
+        super().__init__()
+        self.src_vocab_size, self.tgt_vocab_size = src_vocab_size, tgt_vocab_size
+        self.feed_code, self.reverse_source = bool(feed_code), bool(reverse_source)
+        self.encoder = Encoder(src_vocab_size, embed_size, hidden_size, unit=unit,
+                               num_layers=num_layers, pad_id=pad_id)
+        self.decoder = Decoder(tgt_vocab_size, embed_size, hidden_size, unit=unit,
+                               num_layers=num_layers, code_size=hidden_size * feed_code,
+                               pad_id=pad_id)
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> tuple:
+        """The code z: the encoder's state after the last real token, a tuple of (L, B, m)."""
+        if self.reverse_source:
+            src = reverse_source(src, src_mask)
+        return self.encoder(src, src_mask)[1]
+
+    def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
+        """Decoding state: z as the decoder's initial state, and z of the top layer (B, m)
+        for Fig. 7.9 (b)."""
+        z = self.encode(src, src_mask)
+        return {"hidden": z, "code": z[0][-1] if self.feed_code else None}
+
+    def step(self, tokens: torch.Tensor, state: dict):
+        """One decoder step: the previous tokens (N,) -> logits (N, V) of the next, state."""
+        check_ids("tokens", tokens, self.tgt_vocab_size, dim=1)
+        logits, hidden = self.decoder(tokens[:, None], state["hidden"], state["code"])
+        return logits[:, 0], {**state, "hidden": hidden}  # (N, V)
+
+    reorder = staticmethod(reorder_state)
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor):
+        """Teacher forcing: logits (B, T, V) of y^<t> given the source and tgt_in[:, :t+1]."""
+        check_ids("tgt_in", tgt_in, self.tgt_vocab_size, dim=2)
+        if tgt_in.shape[0] != src.shape[0] or tgt_in.shape[1] == 0:
+            raise ValueError(f"tgt_in has shape {tuple(tgt_in.shape)}, expected "
+                             f"({src.shape[0]}, T >= 1) for a source batch of {src.shape[0]}")
+        state = self.start(src, src_mask)
+        return self.decoder(tgt_in, state["hidden"], state["code"])[0]
+
+
+class AttentionSeq2Seq(nn.Module):
+    """Encoder-decoder with attention, Fig. 7.10 and (7.22) (Bahdanau et al., 2014).
+
+    Encoder: bidirectional unit of `encoder_size` per direction (default hidden_size);
+    v^<t> (B, S, 2 encoder_size). Decoder, at step t, with e^<t-1> the embedded y^<t-1>:
+        u^<t>, alpha^<t> = Attention(z_q = s^<t-1>, z_k = v, values v)      (7.20)-(7.21)
+        s^<t> = unit(s^<t-1>, [e^<t-1>; u^<t>])                             (7.22)
+        logits^<t> = W_o [s^<t>; u^<t>; e^<t-1>] + b_o
+    with s^<0> = tanh(W_init h_bwd^<1> + b_init), the backward state that read the whole
+    sentence (and c^<0> = 0 for the LSTM). `forward(src, src_mask, tgt_in,
+    return_attention=False)` returns logits (B, T, V), and the weights (B, T, S) if asked.
+    """
+
+    def __init__(self, src_vocab_size: int, tgt_vocab_size: int, embed_size: int,
+                 hidden_size: int, *, unit: str = "gru", encoder_size: int | None = None,
+                 score: str = "additive", attention_size: int | None = None, pad_id: int = 0):
+        super().__init__()
+        n = hidden_size if encoder_size is None else positive_int("encoder_size", encoder_size)
+        if score == "inner" and hidden_size != 2 * n:
+            raise ValueError(f"score='inner' needs queries s^<t> and keys v^<t> of one size: "
+                             f"hidden_size == 2 * encoder_size, got {hidden_size} and {n}")
+        if score not in SCORES:
+            raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+        self.src_vocab_size, self.tgt_vocab_size, self.encoder_size = (src_vocab_size,
+                                                                       tgt_vocab_size, n)
+        self.encoder = Encoder(src_vocab_size, embed_size, n, unit=unit, bidirectional=True,
+                               pad_id=pad_id)
+        self.decoder = nn.Module()  # a plain container, so freeze(model.decoder) works
+        self.decoder.embedding = nn.Embedding(tgt_vocab_size, embed_size, padding_idx=pad_id)
+        self.decoder.initial = nn.Linear(n, hidden_size)  # s^<0> from h_bwd^<1>
+        self.decoder.attention = Attention(hidden_size, 2 * n, score, attention_size)
+        self.decoder.recurrent = make_unit(unit, embed_size + 2 * n, hidden_size)
+        self.decoder.output = nn.Linear(hidden_size + 2 * n + embed_size, tgt_vocab_size)
+
+    def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
+        """Decoding state: s^<0>, the keys/values v (B, S, 2 n), the source mask, and the
+        attention weights of the last step (None before the first)."""
+        v, _ = self.encoder(src, src_mask)  # (B, S, 2 n)
+        s0 = torch.tanh(self.decoder.initial(v[:, 0, self.encoder_size:]))[None]  # (1, B, m)
+        lstm = self.decoder.recurrent.state_count == 2
+        hidden = (s0, torch.zeros_like(s0)) if lstm else (s0,)  # c^<0> = 0 for the LSTM
+        return {"hidden": hidden, "keys": v, "mask": src_mask, "weights": None}
+
+    def step(self, tokens: torch.Tensor, state: dict):
+        """One decoder step (7.22): the previous tokens (N,) -> logits (N, V) of the next,
+        state (whose "weights" (N, S) are this step's attention weights)."""
+        check_ids("tokens", tokens, self.tgt_vocab_size, dim=1)
+        dec, v = self.decoder, state["keys"]
+        e = dec.embedding(tokens)  # (N, E)
+        s_prev = state["hidden"][0][-1]  # (N, m): the query z_q = s^<t-1>
+        u, alpha = dec.attention(s_prev[:, None], v, v, mask=state["mask"])  # (N, 1, 2n)
+        u, alpha = u[:, 0], alpha[:, 0]  # (N, 2 n), (N, S)
+        s, hidden = dec.recurrent.recur(torch.cat([e, u], -1)[:, None], state["hidden"])
+        logits = dec.output(torch.cat([s[:, 0], u, e], dim=-1))  # (N, V)
+        return logits, {**state, "hidden": hidden, "weights": alpha}
+
+    reorder = staticmethod(reorder_state)
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
+                return_attention: bool = False):
+        """Teacher forcing: logits (B, T, V), and attention weights (B, T, S) if asked."""
+        check_ids("tgt_in", tgt_in, self.tgt_vocab_size, dim=2)
+        if tgt_in.shape[0] != src.shape[0] or tgt_in.shape[1] == 0:
+            raise ValueError(f"tgt_in has shape {tuple(tgt_in.shape)}, expected "
+                             f"({src.shape[0]}, T >= 1) for a source batch of {src.shape[0]}")
+        state, logits, weights = self.start(src, src_mask), [], []
+        for y_prev in tgt_in.unbind(1):  # the decoder's query depends on s^<t-1>: one step
+            step_logits, state = self.step(y_prev, state)  # at a time, as when decoding
+            logits.append(step_logits)
+            weights.append(state["weights"])
+        logits = torch.stack(logits, dim=1)  # (B, T, V)
+        return (logits, torch.stack(weights, dim=1)) if return_attention else logits  # (B,T,S)
