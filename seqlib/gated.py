@@ -116,38 +116,44 @@ class GRUCell(Cell):
 
 class LSTM(Recurrent):
     """LSTM over (B, T, p): returns output (B, T, D m) and (h, c), each (L D, B, m),
-    as torch.nn.LSTM(batch_first=True) does."""
+    as torch.nn.LSTM(batch_first=True) does. With `output_size` q, the chapter's output
+    layer (W_yh, b_y) is applied at every step and the output is (B, T, q) logits."""
 
     cell_class = LSTMCell
     state_count = 2
     torch_name = "LSTM"
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
-                 bidirectional: bool = False, *, fast: bool = True):
-        super().__init__(input_size, hidden_size, num_layers, bidirectional, fast)
+                 bidirectional: bool = False, *, output_size: int | None = None,
+                 fast: bool = True):
+        super().__init__(input_size, hidden_size, num_layers, bidirectional, fast,
+                         output_size=output_size)
 
     def forward(self, x: torch.Tensor, state: tuple | None = None):
         if state is not None and (not isinstance(state, tuple) or len(state) != 2):
             raise TypeError("the LSTM's state is a tuple (h0, c0), as for torch.nn.LSTM")
-        return self.recur(x, state)
+        H, state = self.recur(x, state)
+        return self.outputs(H), state
 
 
 class GRU(Recurrent):
     """GRU over (B, T, p): returns output (B, T, D m) and h (L D, B, m), as torch.nn.GRU
-    (batch_first=True) does. `reset_after=True` is PyTorch's form of the unit."""
+    (batch_first=True) does. `reset_after=True` is PyTorch's form of the unit. With
+    `output_size` q, the output layer (W_yh, b_y) gives (B, T, q) logits."""
 
     cell_class = GRUCell
     torch_name = "GRU"
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
-                 bidirectional: bool = False, reset_after: bool = False, *, fast: bool = True):
+                 bidirectional: bool = False, reset_after: bool = False, *,
+                 output_size: int | None = None, fast: bool = True):
         super().__init__(input_size, hidden_size, num_layers, bidirectional, fast,
-                         reset_after=reset_after)
+                         output_size=output_size, reset_after=reset_after)
         self.reset_after = reset_after
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None):
-        output, (h,) = self.recur(x, None if h0 is None else (h0,))
-        return output, h
+        H, (h,) = self.recur(x, None if h0 is None else (h0,))
+        return self.outputs(H), h
 
     @classmethod
     def from_torch(cls, gru: nn.GRU, **options) -> "GRU":

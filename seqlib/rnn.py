@@ -160,7 +160,8 @@ class Recurrent(nn.Module):
     state_count = 1  # 2 for the LSTM: (h, c)
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
-                 bidirectional: bool = False, fast: bool = True, **cell_options):
+                 bidirectional: bool = False, fast: bool = True, *,
+                 output_size: int | None = None, **cell_options):
         super().__init__()
         self.input_size = positive_int("input_size", input_size)
         self.hidden_size = positive_int("hidden_size", hidden_size)
@@ -172,6 +173,25 @@ class Recurrent(nn.Module):
             for direction in range(self.directions):
                 cell = self.cell_class(size, hidden_size, **cell_options)
                 self.add_module(cell_name(layer, direction), cell)
+        # The output layer of (7.2), y_hat = S_y(W_yh h + b_y), on the top layer's states;
+        # S_y (the softmax) is left to the loss.
+        self.output_size = output_size
+        if output_size is not None:
+            features = self.directions * hidden_size
+            bound = 1 / math.sqrt(features)  # torch.nn.Linear's initialisation
+            positive_int("output_size", output_size)
+            self.W_yh = nn.Parameter(torch.empty(output_size, features).uniform_(-bound, bound))
+            self.b_y = nn.Parameter(torch.empty(output_size).uniform_(-bound, bound))
+
+    def output(self, h: torch.Tensor) -> torch.Tensor:
+        """The output layer: logits W_yh h^<t> + b_y for states h of shape (..., D m)."""
+        if self.output_size is None:
+            raise ValueError("this model has no output layer: construct it with output_size")
+        return h @ self.W_yh.T + self.b_y
+
+    def outputs(self, H: torch.Tensor) -> torch.Tensor:
+        """What forward returns per step: the logits with an output layer, else the states."""
+        return H if self.output_size is None else self.output(H)
 
     @property
     def cells(self) -> list[Cell]:
@@ -242,25 +262,15 @@ class RNN(Recurrent):
                  num_layers: int = 1, bidirectional: bool = False,
                  output_feedback: bool = False, nonlinearity: str = "tanh", fast: bool = True):
         super().__init__(input_size, hidden_size, num_layers, bidirectional, fast,
-                         nonlinearity=nonlinearity)
-        if output_size is not None:
-            positive_int("output_size", output_size)
+                         output_size=output_size, nonlinearity=nonlinearity)
         if output_feedback and output_size is None:
             raise ValueError("output_feedback=True (7.3) needs an output layer: set output_size")
         if output_feedback and (num_layers > 1 or bidirectional):
             raise ValueError("output_feedback=True (7.3) is defined for one unidirectional layer")
-        self.output_size, self.output_feedback = output_size, output_feedback
-        if output_size is not None:
-            features = self.directions * hidden_size
-            bound = 1 / math.sqrt(features)  # torch.nn.Linear's initialisation
-            self.W_yh = nn.Parameter(torch.empty(output_size, features).uniform_(-bound, bound))
-            self.b_y = nn.Parameter(torch.empty(output_size).uniform_(-bound, bound))
+        self.output_feedback = output_feedback
         if output_feedback:
+            bound = 1 / math.sqrt(hidden_size)
             self.W_hy = nn.Parameter(torch.empty(hidden_size, output_size).uniform_(-bound, bound))
-
-    def output(self, h: torch.Tensor) -> torch.Tensor:
-        """The output layer: logits W_yh h^<t> + b_y for states h of shape (..., D m)."""
-        return h @ self.W_yh.T + self.b_y
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None,
                 y_prev: torch.Tensor | None = None):
@@ -278,7 +288,7 @@ class RNN(Recurrent):
         if self.output_feedback:
             return self._feedback(x, h0, y_prev)
         H, (h_n,) = self.recur(x, None if h0 is None else (h0,))
-        return (self.output(H) if self.output_size is not None else H), h_n
+        return self.outputs(H), h_n
 
     def _feedback(self, x, h0, y_prev):
         """The recurrence with output feedback (7.3), one step at a time."""

@@ -158,3 +158,17 @@ def test_lstm_state_must_be_a_pair_and_torch_types_checked():
         LSTM.from_torch(nn.GRU(4, 3))
     with pytest.raises(ValueError, match="reset_after=True"):
         GRU(4, 3).cell.load_torch(*nn.GRU(4, 3).parameters())
+
+
+@pytest.mark.parametrize("cls, gates", [(LSTM, 4), (GRU, 3)])
+def test_output_layer_gives_the_chapters_inventory(cls, gates):
+    p, m, q = 6, 5, 3
+    model = cls(p, m, output_size=q).double()
+    # G m x m, G m x p, one q x m, and G + 1 bias vectors (7.16)-(7.19).
+    assert seqlib.count_parameters(model) == gates * (m * m + m * p + m) + q * m + q
+    x = torch.randn(2, 4, p, dtype=torch.float64)
+    logits, _ = model(x)
+    states, _ = cls.recur(model, x)
+    torch.testing.assert_close(logits, states @ model.W_yh.T + model.b_y)
+    with pytest.raises(ValueError, match="no output layer"):
+        cls(p, m).output(states)
