@@ -1,0 +1,223 @@
+"""Character-level language models (Section 7.3): embedding -> recurrent unit -> vocabulary.
+
+The model reads characters x^<1>, ..., x^<T> and, at every step t, outputs the logits of
+the next character x^<t+1>; the loss is the cross-entropy averaged over all predicted
+characters, in nats per character. A long text is read by truncated backpropagation
+through time: it is cut into chunks of `context` steps, the hidden state is carried from
+one chunk to the next (so the forward pass remembers beyond the chunk) but detached (so
+the backward pass stops at the chunk boundary). Ids are (batch, time) tensors, logits
+(batch, time, vocabulary).
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqlib.gated import GRU, LSTM
+from seqlib.rnn import RNN, positive_int
+from seqlib.text import SPECIALS, Vocab
+
+UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
+
+
+class RecurrentLM(nn.Module):
+    """nn.Embedding -> RNN (7.2), LSTM (7.16)-(7.17) or GRU (7.18)-(7.19) -> nn.Linear.
+
+    `forward(ids (B, T), state=None)` returns the logits (B, T, V) of the next character
+    at every step and the last state (a tensor (L, B, m), or (h, c) for the LSTM), to be
+    passed back in with the next chunk of the same streams.
+    """
+
+    def __init__(self, unit: str, vocab_size: int, embed_size: int, hidden_size: int,
+                 num_layers: int = 1, *, fast: bool = True):
+        super().__init__()
+        if unit not in UNITS:
+            raise ValueError(f"unit must be one of {sorted(UNITS)}, got {unit!r}")
+        for name, value in [("vocab_size", vocab_size), ("embed_size", embed_size),
+                            ("hidden_size", hidden_size), ("num_layers", num_layers)]:
+            positive_int(name, value)
+        self.unit, self.vocab_size = unit, vocab_size
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        if unit == "rnn":  # the hidden states only: the output layer is self.output
+            self.recurrent = RNN(embed_size, hidden_size, num_layers=num_layers, fast=fast)
+        else:
+            self.recurrent = UNITS[unit](embed_size, hidden_size, num_layers, fast=fast)
+        self.output = nn.Linear(hidden_size, vocab_size)
+
+    def forward(self, ids: torch.Tensor, state=None):
+        """Logits (B, T, V) of the next character after each of ids (B, T), and the state."""
+        check_ids(ids, self.vocab_size)
+        if ids.dim() != 2:
+            raise ValueError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
+        x = self.embedding(ids)  # (B, T, embed_size)
+        h, state = self.recurrent(x, state)  # (B, T, m)
+        return self.output(h), state  # (B, T, V)
+
+
+def check_ids(ids, vocab_size: int | None = None, name: str = "ids") -> None:
+    """Raise a clear error unless `ids` is a non-empty integer tensor of valid token ids."""
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
+    if ids.numel() == 0:
+        raise ValueError(f"{name} is empty: shape {tuple(ids.shape)}")
+    if vocab_size is not None and (ids.min() < 0 or ids.max() >= vocab_size):
+        raise ValueError(f"{name} must lie in [0, {vocab_size}), got values from "
+                         f"{ids.min().item()} to {ids.max().item()}")
+
+
+def detach_state(state):
+    """The state cut from the graph of the chunk that produced it (truncated BPTT).
+
+    Works for None, a tensor (RNN, GRU) or a tuple of tensors ((h, c) of the LSTM)."""
+    if state is None:
+        return None
+    if isinstance(state, torch.Tensor):
+        return state.detach()
+    if isinstance(state, tuple):
+        return tuple(s.detach() for s in state)
+    raise TypeError(f"state must be None, a tensor or a tuple of tensors, "
+                    f"got {type(state).__name__}")
+
+
+def split_corpus(ids: torch.Tensor, train_fraction: float = 0.9):
+    """(train, validation): the first `train_fraction` of the 1-D id stream, then the rest."""
+    check_ids(ids)
+    if ids.dim() != 1:
+        raise ValueError(f"ids must be a 1-D stream of token ids, got shape {tuple(ids.shape)}")
+    if isinstance(train_fraction, bool) or not 0 < train_fraction < 1:
+        raise ValueError(f"train_fraction must lie strictly between 0 and 1, "
+                         f"got {train_fraction!r}")
+    n = int(len(ids) * train_fraction)
+    if n < 2 or len(ids) - n < 2:
+        raise ValueError(f"train_fraction={train_fraction} of {len(ids)} ids leaves a part "
+                         "with fewer than 2 ids (at least one (input, target) pair each)")
+    return ids[:n], ids[n:]
+
+
+def _check_stream(ids, batch_size, context, name="ids") -> None:
+    check_ids(ids, name=name)
+    if ids.dim() != 1:
+        raise ValueError(f"{name} must be a 1-D stream of token ids, got shape "
+                         f"{tuple(ids.shape)}")
+    positive_int("batch_size", batch_size)
+    positive_int("context", context)
+    if len(ids) - 1 < batch_size:
+        raise ValueError(f"{name} has {len(ids) - 1} (input, target) pairs, fewer than "
+                         f"batch_size={batch_size} streams")
+
+
+def contiguous_batches(ids: torch.Tensor, batch_size: int, context: int):
+    """Endless chunks (x, y), each (batch_size, context), for truncated BPTT.
+
+    The pairs (ids[j], ids[j+1]) are read as batch_size parallel streams, stream b
+    starting at pair b N / batch_size of the N pairs, and each stream runs on
+    contiguously, wrapping around from the end of the text to its start. So row b of
+    chunk i+1 continues row b of chunk i, and the state carried from one chunk to the
+    next belongs to the same stream; every target is the true next character.
+    """
+    _check_stream(ids, batch_size, context)
+    inputs, targets = ids[:-1], ids[1:]
+    N = len(inputs)
+    starts = torch.arange(batch_size) * N // batch_size  # (B,) first pair of each stream
+    steps = torch.arange(context)  # (T,)
+    position = 0
+    while True:
+        index = (starts[:, None] + position + steps) % N  # (B, T)
+        yield inputs[index], targets[index]
+        position = (position + context) % N
+
+
+def carried_state_loss():
+    """A `loss_fn(model, (x, y))` for seqlib.train.train that carries the state.
+
+    Each call runs the model on chunk x from the state left by the previous call, then
+    detaches the new state (truncated BPTT); the loss is the mean cross-entropy of the
+    chunk in nats per character. Use a fresh one for each training run.
+    """
+    state = None
+
+    def loss_fn(model, batch):
+        nonlocal state
+        x, y = batch
+        logits, state = model(x, state)  # (B, T, V)
+        state = detach_state(state)
+        return F.cross_entropy(logits.flatten(0, 1), y.flatten())
+
+    return loss_fn
+
+
+def _select(state, rows: slice):
+    """The rows (streams) of a state: a tensor (L, B, m) or a tuple of them."""
+    if isinstance(state, tuple):
+        return tuple(s[:, rows] for s in state)
+    return state[:, rows]
+
+
+@torch.no_grad()
+def evaluate(model: RecurrentLM, ids: torch.Tensor, batch_size: int, context: int) -> float:
+    """Mean cross-entropy, in nats per character, of every prediction of the 1-D stream.
+
+    The N pairs (ids[j], ids[j+1]) are cut into batch_size streams of L = N // batch_size
+    consecutive pairs, read in chunks of `context` steps with the state carried; the last
+    N - batch_size L pairs continue the last stream. Each pair is counted exactly once.
+    """
+    _check_stream(ids, batch_size, context)
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    inputs, targets = ids[:-1].to(device), ids[1:].to(device)
+    N = len(inputs)
+    L = N // batch_size
+    rows_x = inputs[: batch_size * L].view(batch_size, L)  # (B, L): stream b is row b
+    rows_y = targets[: batch_size * L].view(batch_size, L)
+    total, state = 0.0, None
+    for i in range(0, L, context):
+        logits, state = model(rows_x[:, i:i + context], state)  # (B, T, V)
+        total += F.cross_entropy(logits.flatten(0, 1), rows_y[:, i:i + context].flatten(),
+                                 reduction="sum").item()
+    if batch_size * L < N:  # the tail continues the last stream
+        state = _select(state, slice(batch_size - 1, batch_size))
+        for i in range(batch_size * L, N, context):
+            logits, state = model(inputs[None, i:i + context], state)  # (1, T, V)
+            total += F.cross_entropy(logits[0], targets[i:i + context], reduction="sum").item()
+    model.train(was_training)
+    return total / N
+
+
+@torch.no_grad()
+def sample(model: RecurrentLM, vocab: Vocab, prompt: str, length: int, temperature: float,
+           generator: torch.Generator) -> str:
+    """The prompt followed by `length` characters drawn one at a time from the model.
+
+    Each character is drawn from softmax(logits / temperature) with torch.multinomial and
+    the given CPU generator, then fed back in. temperature < 1 sharpens the distribution,
+    > 1 flattens it. The special tokens never occur in the text and are never drawn.
+    """
+    if not isinstance(vocab, Vocab):
+        raise TypeError(f"vocab must be a seqlib.text.Vocab, got {type(vocab).__name__}")
+    if not isinstance(prompt, str) or not prompt:
+        raise ValueError(f"prompt must be a non-empty str, got {prompt!r}")
+    if isinstance(length, bool) or not isinstance(length, int) or length < 0:
+        raise ValueError(f"length must be an int >= 0, got {length!r}")
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
+            or not temperature > 0:
+        raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
+    if not isinstance(generator, torch.Generator) or generator.device.type != "cpu":
+        raise TypeError("generator must be a CPU torch.Generator (for example the one "
+                        f"seqlib.seed_everything returns), got {generator!r}")
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    ids = torch.tensor([vocab.encode(prompt)], device=device)  # (1, T)
+    logits, state = model(ids)
+    drawn = []
+    for _ in range(length):
+        last = logits[0, -1].float().cpu() / temperature  # (V,)
+        last[: len(SPECIALS)] = -float("inf")
+        next_id = torch.multinomial(torch.softmax(last, dim=-1), 1, generator=generator)
+        drawn.append(next_id.item())
+        logits, state = model(next_id.view(1, 1).to(device), state)
+    model.train(was_training)
+    return prompt + vocab.to_text(vocab.decode(drawn))
