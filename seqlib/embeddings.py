@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlib.text import SPECIALS
+from seqlib.text import SPECIALS, check_ids
 
 
 def _check_int(name: str, value, low: int) -> None:
@@ -33,20 +33,6 @@ def _check_int(name: str, value, low: int) -> None:
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     if value < low:
         raise ValueError(f"{name} must be >= {low}, got {value}")
-
-
-def _check_ids(name: str, ids, dim: int, vocab_size: int | None = None) -> torch.Tensor:
-    """Raise unless ``ids`` is an integer tensor with ``dim`` dimensions (and ids < vocab_size)."""
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of ids, got {type(ids).__name__}")
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer ids, got dtype {ids.dtype}")
-    if ids.dim() != dim:
-        raise ValueError(f"{name} must be {dim}-D, got shape {tuple(ids.shape)}")
-    if vocab_size is not None and ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
-        raise ValueError(f"{name} must lie in [0, {vocab_size}), "
-                         f"got values from {ids.min().item()} to {ids.max().item()}")
-    return ids
 
 
 def _check_counts(counts) -> torch.Tensor:
@@ -64,7 +50,7 @@ def skipgram_pairs(ids: torch.Tensor, window: int) -> tuple[torch.Tensor, torch.
     Every ordered pair of positions at distance 1, ..., window gives one example, so an
     interior word appears as centre 2 * window times. Pairs are grouped by distance.
     """
-    _check_ids("ids", ids, 1)
+    check_ids(ids, name="ids", dim=1)
     _check_int("window", window, 1)
     if len(ids) < 2:
         raise ValueError(f"ids must hold at least 2 tokens, got {len(ids)}")
@@ -81,7 +67,7 @@ def cbow_examples(ids: torch.Tensor, window: int) -> tuple[torch.Tensor, torch.T
     Row n holds the window words on each side of the target ``ids[n + window]``, so
     N = len(ids) - 2 * window (positions too close to either end have no full context).
     """
-    _check_ids("ids", ids, 1)
+    check_ids(ids, name="ids", dim=1)
     _check_int("window", window, 1)
     if len(ids) < 2 * window + 1:
         raise ValueError(f"ids must hold at least 2 * window + 1 = {2 * window + 1} tokens, "
@@ -124,7 +110,7 @@ def subsample(ids: torch.Tensor, counts, threshold: float = 1e-4,
     2013b). Words like "the" or "and" carry little information about their neighbours and
     are most of the text; thinning them speeds training and widens the effective window.
     """
-    _check_ids("ids", ids, 1)
+    check_ids(ids, name="ids", dim=1)
     freq = _check_counts(counts)
     freq = freq / freq.sum()
     if not threshold > 0:
@@ -177,8 +163,8 @@ class Word2Vec(nn.Module):
     def forward(self, inputs: torch.Tensor, targets: torch.Tensor, negatives: torch.Tensor):
         """Negative-sampling loss of a batch: targets (N,), negatives (N, K) noise ids."""
         h = self.hidden(inputs)  # (N, d)
-        _check_ids("targets", targets, 1, self.vocab_size)
-        _check_ids("negatives", negatives, 2, self.vocab_size)
+        check_ids(targets, name="targets", dim=1, vocab_size=self.vocab_size)
+        check_ids(negatives, name="negatives", dim=2, vocab_size=self.vocab_size)
         if len(targets) != len(h) or len(negatives) != len(h):
             raise ValueError(f"inputs, targets and negatives must have the same batch size, "
                              f"got {len(h)}, {len(targets)} and {len(negatives)}")
@@ -196,7 +182,8 @@ class SkipGram(Word2Vec):
 
     def hidden(self, inputs: torch.Tensor) -> torch.Tensor:
         """h = v_c for each centre id, (N,) -> (N, d)."""
-        return self.in_embed(_check_ids("centres", inputs, 1, self.vocab_size))
+        centres = check_ids(inputs, name="centres", dim=1, vocab_size=self.vocab_size)
+        return self.in_embed(centres)
 
 
 class CBOW(Word2Vec):
@@ -208,7 +195,8 @@ class CBOW(Word2Vec):
 
     def hidden(self, inputs: torch.Tensor) -> torch.Tensor:
         """h = (1 / C) sum_j v_{w_j} over the C context ids of each row, (N, C) -> (N, d)."""
-        return self.in_embed(_check_ids("contexts", inputs, 2, self.vocab_size)).mean(1)
+        contexts = check_ids(inputs, name="contexts", dim=2, vocab_size=self.vocab_size)
+        return self.in_embed(contexts).mean(1)  # (N, 2 window, d) -> (N, d)
 
 
 def cosine_similarity(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:

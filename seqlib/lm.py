@@ -15,7 +15,7 @@ from torch import nn
 
 from seqlib.gated import GRU, LSTM
 from seqlib.rnn import RNN, positive_int
-from seqlib.text import SPECIALS, Vocab
+from seqlib.text import SPECIALS, Vocab, check_ids
 
 UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
 
@@ -46,25 +46,12 @@ class RecurrentLM(nn.Module):
 
     def forward(self, ids: torch.Tensor, state=None):
         """Logits (B, T, V) of the next character after each of ids (B, T), and the state."""
-        check_ids(ids, self.vocab_size)
+        check_ids(ids, vocab_size=self.vocab_size, nonempty=True)
         if ids.dim() != 2:
             raise ValueError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
         x = self.embedding(ids)  # (B, T, embed_size)
         h, state = self.recurrent(x, state)  # (B, T, m)
         return self.output(h), state  # (B, T, V)
-
-
-def check_ids(ids, vocab_size: int | None = None, name: str = "ids") -> None:
-    """Raise a clear error unless `ids` is a non-empty integer tensor of valid token ids."""
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(ids).__name__}")
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
-    if ids.numel() == 0:
-        raise ValueError(f"{name} is empty: shape {tuple(ids.shape)}")
-    if vocab_size is not None and (ids.min() < 0 or ids.max() >= vocab_size):
-        raise ValueError(f"{name} must lie in [0, {vocab_size}), got values from "
-                         f"{ids.min().item()} to {ids.max().item()}")
 
 
 def detach_state(state):
@@ -83,7 +70,7 @@ def detach_state(state):
 
 def split_corpus(ids: torch.Tensor, train_fraction: float = 0.9):
     """(train, validation): the first `train_fraction` of the 1-D id stream, then the rest."""
-    check_ids(ids)
+    check_ids(ids, nonempty=True)
     if ids.dim() != 1:
         raise ValueError(f"ids must be a 1-D stream of token ids, got shape {tuple(ids.shape)}")
     if isinstance(train_fraction, bool) or not 0 < train_fraction < 1:
@@ -97,7 +84,7 @@ def split_corpus(ids: torch.Tensor, train_fraction: float = 0.9):
 
 
 def _check_stream(ids, batch_size, context, name="ids") -> None:
-    check_ids(ids, name=name)
+    check_ids(ids, name=name, nonempty=True)
     if ids.dim() != 1:
         raise ValueError(f"{name} must be a 1-D stream of token ids, got shape "
                          f"{tuple(ids.shape)}")

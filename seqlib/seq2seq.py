@@ -29,6 +29,7 @@ from torch import nn
 from seqlib.attention import SCORES, Attention
 from seqlib.gated import GRU, LSTM
 from seqlib.rnn import RNN, Recurrent, positive_int
+from seqlib.text import check_ids
 
 UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
 
@@ -43,26 +44,11 @@ def unfreeze(module: nn.Module) -> nn.Module:
     return module.requires_grad_(True)
 
 
-def check_ids(name: str, ids, vocab_size: int | None, dim: int) -> None:
-    """Raise unless `ids` is an integer tensor of `dim` dimensions with ids in [0, vocab_size)
-    (ids >= 0 only, when vocab_size is None)."""
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(ids).__name__}")
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
-    if ids.dim() != dim:
-        raise ValueError(f"{name} must have {dim} dimension(s), got shape {tuple(ids.shape)}")
-    top = float("inf") if vocab_size is None else vocab_size
-    if ids.numel() and (ids.min() < 0 or ids.max() >= top):
-        raise ValueError(f"{name} must lie in [0, {top}) (the vocabulary), got ids "
-                         f"from {ids.min().item()} to {ids.max().item()}")
-
-
 def check_source(src, src_mask, vocab_size: int | None = None) -> torch.Tensor:
     """Check a padded source batch, src (B, S) ids and src_mask (B, S) bool, True at real
     tokens, padding at the end only, at least one real token per sentence. Returns the
     lengths (B,)."""
-    check_ids("src", src, vocab_size, dim=2)
+    check_ids(src, name="src", dim=2, vocab_size=vocab_size)
     if not isinstance(src_mask, torch.Tensor) or src_mask.dtype != torch.bool:
         got = src_mask.dtype if isinstance(src_mask, torch.Tensor) else type(src_mask).__name__
         raise TypeError(f"src_mask must be a bool tensor (True at real tokens), got {got}")
@@ -240,7 +226,7 @@ class Seq2Seq(nn.Module):
 
     def step(self, tokens: torch.Tensor, state: dict):
         """One decoder step: the previous tokens (N,) -> logits (N, V) of the next, state."""
-        check_ids("tokens", tokens, self.tgt_vocab_size, dim=1)
+        check_ids(tokens, name="tokens", dim=1, vocab_size=self.tgt_vocab_size)
         logits, hidden = self.decoder(tokens[:, None], state["hidden"], state["code"])
         return logits[:, 0], {**state, "hidden": hidden}  # (N, V)
 
@@ -248,7 +234,7 @@ class Seq2Seq(nn.Module):
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor):
         """Teacher forcing: logits (B, T, V) of y^<t> given the source and tgt_in[:, :t+1]."""
-        check_ids("tgt_in", tgt_in, self.tgt_vocab_size, dim=2)
+        check_ids(tgt_in, name="tgt_in", dim=2, vocab_size=self.tgt_vocab_size)
         if tgt_in.shape[0] != src.shape[0] or tgt_in.shape[1] == 0:
             raise ValueError(f"tgt_in has shape {tuple(tgt_in.shape)}, expected "
                              f"({src.shape[0]}, T >= 1) for a source batch of {src.shape[0]}")
@@ -302,7 +288,7 @@ class AttentionSeq2Seq(nn.Module):
     def step(self, tokens: torch.Tensor, state: dict):
         """One decoder step (7.22): the previous tokens (N,) -> logits (N, V) of the next,
         state (whose "weights" (N, S) are this step's attention weights)."""
-        check_ids("tokens", tokens, self.tgt_vocab_size, dim=1)
+        check_ids(tokens, name="tokens", dim=1, vocab_size=self.tgt_vocab_size)
         dec, v = self.decoder, state["keys"]
         e = dec.embedding(tokens)  # (N, E)
         s_prev = state["hidden"][0][-1]  # (N, m): the query z_q = s^<t-1>
@@ -317,7 +303,7 @@ class AttentionSeq2Seq(nn.Module):
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
                 return_attention: bool = False):
         """Teacher forcing: logits (B, T, V), and attention weights (B, T, S) if asked."""
-        check_ids("tgt_in", tgt_in, self.tgt_vocab_size, dim=2)
+        check_ids(tgt_in, name="tgt_in", dim=2, vocab_size=self.tgt_vocab_size)
         if tgt_in.shape[0] != src.shape[0] or tgt_in.shape[1] == 0:
             raise ValueError(f"tgt_in has shape {tuple(tgt_in.shape)}, expected "
                              f"({src.shape[0]}, T >= 1) for a source batch of {src.shape[0]}")

@@ -244,14 +244,30 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = 0):
     return ids, mask
 
 
+def check_ids(ids, *, name: str = "ids", dim: int | None = None,
+              vocab_size: int | None = None, nonempty: bool = False) -> torch.Tensor:
+    """Return `ids` if it is an integer tensor of token ids, else raise a clear error.
+
+    Optionally checks the number of dimensions, that it is not empty, and that every id
+    lies in [0, vocab_size): the one check of token ids shared by every model of the book.
+    """
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
+    if dim is not None and ids.dim() != dim:
+        raise ValueError(f"{name} must have {dim} dimension(s), got shape {tuple(ids.shape)}")
+    if nonempty and ids.numel() == 0:
+        raise ValueError(f"{name} is empty: shape {tuple(ids.shape)}")
+    top = float("inf") if vocab_size is None else vocab_size
+    if ids.numel() and (ids.min() < 0 or ids.max() >= top):
+        bad = ids[(ids < 0) | (ids >= top)].unique().tolist()[:10]
+        raise ValueError(f"{name} must lie in [0, {top}) (the vocabulary), got {bad}")
+    return ids
+
+
 def one_hot(ids: torch.Tensor, num_classes: int) -> torch.Tensor:
     """Float one-hot encoding, shape (..., num_classes): the inputs x_t of a character model."""
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"ids must be a torch.Tensor, got {type(ids).__name__}")
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"ids must be an integer tensor, got dtype {ids.dtype}")
     _check_int("num_classes", num_classes, 1)
-    bad = ids[(ids < 0) | (ids >= num_classes)]
-    if bad.numel():
-        raise ValueError(f"ids must lie in [0, {num_classes}), got {bad.unique().tolist()[:10]}")
+    check_ids(ids, vocab_size=num_classes)
     return torch.nn.functional.one_hot(ids.long(), num_classes).float()

@@ -53,9 +53,9 @@ def test_examples_reject_bad_input(make):
         make(ids, 0)
     with pytest.raises(TypeError, match="window must be an int"):
         make(ids, 1.5)
-    with pytest.raises(TypeError, match="ids must hold integer ids"):
+    with pytest.raises(TypeError, match="ids must hold integer token ids"):
         make(ids.float(), 2)
-    with pytest.raises(ValueError, match=r"ids must be 1-D, got shape \(4, 5\)"):
+    with pytest.raises(ValueError, match=r"ids must have 1 dimension\(s\), got shape \(4, 5\)"):
         make(ids.view(4, 5), 2)
     with pytest.raises(ValueError, match="ids must hold at least"):
         make(ids[:1], 1)
@@ -169,7 +169,7 @@ def test_models_start_from_small_input_and_zero_output_vectors():
 def test_models_reject_bad_batches():
     model = CBOW(10, 4)
     ok_neg = torch.zeros(2, 3, dtype=torch.long)
-    with pytest.raises(ValueError, match=r"contexts must be 2-D, got shape \(2,\)"):
+    with pytest.raises(ValueError, match=r"contexts must have 2 dimension\(s\), got shape \(2,\)"):
         model(torch.tensor([1, 2]), torch.tensor([1, 2]), ok_neg)
     with pytest.raises(ValueError, match=r"targets must lie in \[0, 10\)"):
         model(torch.ones(2, 4, dtype=torch.long), torch.tensor([1, 10]), ok_neg)

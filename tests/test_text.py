@@ -284,11 +284,11 @@ def test_one_hot():
 @pytest.mark.parametrize(
     ("ids", "num_classes", "error", "match"),
     [
-        (torch.tensor([0, 3, 7]), 3, ValueError, r"ids must lie in \[0, 3\), got \[3, 7\]"),
+        (torch.tensor([0, 3, 7]), 3, ValueError, r"ids must lie in \[0, 3\) \(the vocabulary\), got \[3, 7\]"),
         (torch.tensor([-1]), 3, ValueError, r"got \[-1\]"),
-        (torch.tensor([0.0]), 3, TypeError, "integer tensor, got dtype torch.float32"),
+        (torch.tensor([0.0]), 3, TypeError, "integer token ids, got dtype torch.float32"),
         (torch.tensor([True]), 3, TypeError, "got dtype torch.bool"),
-        ([0, 1], 3, TypeError, "ids must be a torch.Tensor, got list"),
+        ([0, 1], 3, TypeError, "ids must be a torch.Tensor of token ids, got list"),
         (torch.tensor([0]), 0, ValueError, "num_classes must be >= 1"),
     ],
 )
