@@ -37,18 +37,16 @@ class LSTMCell(Cell):
     @staticmethod
     def combine(g_i, g_f, c_tilde, g_o, c):
         """(7.17): c = g_f * c + g_i * c_tilde, h = g_o * tanh(c)."""
-        c = g_f * c + g_i * c_tilde
+        c = torch.addcmul(g_f * c, g_i, c_tilde)
         return g_o * torch.tanh(c), c
 
     def fused_step(self, u: torch.Tensor, state: tuple) -> tuple:
         """The same step from u = W_hx x + b_h (precomputed) with one product for 4 gates."""
         h, c = state
-        m = self.hidden_size
         z = torch.addmm(u, h, self.W_hh.T)  # (B, 4 m): u + h W_hh^T in one call
-        g_i, g_f, _, g_o = torch.sigmoid(z).chunk(4, dim=-1)  # one sigmoid for 3 gates
-        c_tilde = torch.tanh(z[:, 2 * m:3 * m])
-        c = torch.addcmul(g_f * c, g_i, c_tilde)  # (7.17)
-        return g_o * torch.tanh(c), c
+        i, f, g, o = z.chunk(4, dim=-1)
+        return self.combine(torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g),
+                            torch.sigmoid(o), c)
 
 
 class GRUCell(Cell):
