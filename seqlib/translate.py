@@ -1,0 +1,238 @@
+"""Translation experiments of Section 7.4: data, batches, training, decoding and BLEU.
+
+- `prepare` / `multi30k_data`: word tokenisation (seqlib.text.word_tokenize, lower-case),
+  vocabularies built on the training split only, ids; targets framed by <start>/<stop>.
+- `batches`: shuffled, length-bucketed batches drawn with an explicit torch.Generator,
+  padded with <empty> and with masks (True at real tokens).
+- `fit`: seqlib.train.train with the masked cross-entropy; `trained` does the same, or
+  loads the weights a previous identical run saved (training is deterministic).
+- `translate`: greedy, beam or sampled translations as lower-case tokenised text.
+- `bleu`, `bleu_by_length`: corpus BLEU with sacrebleu. Both sides are compared as
+  lower-case word_tokenize tokens joined by spaces, with sacrebleu's tokenize="none", so
+  BLEU scores exactly the tokens the model is trained to produce.
+"""
+
+import hashlib
+import inspect
+import os
+import pathlib
+import sys
+from dataclasses import dataclass
+from itertools import pairwise
+
+import sacrebleu
+import torch
+
+from seqlib.data import multi30k
+from seqlib.decoding import beam_search, greedy, sample
+from seqlib.seq2seq import masked_cross_entropy
+from seqlib.text import Vocab, pad_batch, word_tokenize, word_vocab
+from seqlib.train import train
+from seqlib.utils import seed_everything
+
+# The experiments' configurations, shared by the chapters so that their models (and cache
+# keys) agree: the book profile runs on a laptop CPU, SEQLIB_FULL=1 selects a GPU one.
+BOOK_PROFILE = dict(min_freq=8, embed=128, hidden=256, batch_size=32, steps=400, lr=3e-3)
+FULL_PROFILE = dict(min_freq=2, embed=256, hidden=512, batch_size=128, steps=20_000, lr=1e-3)
+
+
+def profile() -> dict:
+    """FULL_PROFILE when the environment variable SEQLIB_FULL is "1", else BOOK_PROFILE."""
+    return dict(FULL_PROFILE if os.environ.get("SEQLIB_FULL") == "1" else BOOK_PROFILE)
+
+
+@dataclass
+class TranslationData:
+    """Sentence pairs per split ({split: [(source, target)]}), the two vocabularies, and
+    ids per split ({split: [(source ids, target ids with <start> ... <stop>)]})."""
+
+    pairs: dict
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    ids: dict
+
+
+def prepare(pairs: dict, min_freq: int = 2) -> TranslationData:
+    """Tokenise {split: [(source, target)]} (a "train" split is required), build both
+    vocabularies on "train" with `min_freq`, and encode every split (rare or unseen words
+    become <unk>)."""
+    if not isinstance(pairs, dict) or "train" not in pairs:
+        got = sorted(pairs) if isinstance(pairs, dict) else type(pairs).__name__
+        raise ValueError(f"pairs must be a dict of splits with a 'train' split, got {got}")
+    train_pairs = pairs["train"]
+    src_vocab = word_vocab((s for s, _ in train_pairs), min_freq=min_freq)
+    tgt_vocab = word_vocab((t for _, t in train_pairs), min_freq=min_freq)
+    ids = {split: [(src_vocab.encode(word_tokenize(s)),
+                    tgt_vocab.encode(word_tokenize(t), add_start=True, add_stop=True))
+                   for s, t in split_pairs]
+           for split, split_pairs in pairs.items()}
+    return TranslationData(dict(pairs), src_vocab, tgt_vocab, ids)
+
+
+def multi30k_data(src: str = "en", tgt: str = "fr", min_freq: int = 2,
+                  splits=("train", "val", "test_2016_flickr")) -> TranslationData:
+    """Multi30k task 1 (seqlib.data.multi30k) prepared by `prepare`."""
+    return prepare({split: multi30k(split, src, tgt) for split in splits}, min_freq)
+
+
+def collate(examples: list) -> dict:
+    """A batch of (source ids, target ids) pairs: src, src_mask (B, S); tgt_in = <start> y
+    and tgt_out = y <stop> (B, T), padded with <empty> (id 0)."""
+    src, src_mask = pad_batch([s for s, _ in examples])
+    tgt, _ = pad_batch([t for _, t in examples])  # (B, T + 1)
+    return {"src": src, "src_mask": src_mask, "tgt_in": tgt[:, :-1], "tgt_out": tgt[:, 1:]}
+
+
+def batches(examples: list, batch_size: int, generator: torch.Generator, pool: int = 50):
+    """Endless shuffled batches: each epoch, the examples are shuffled, cut into pools of
+    `pool` batches, sorted by source length inside a pool (little padding), cut into batches,
+    and the batches are shuffled. Every draw comes from `generator`."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if len(examples) == 0:
+        raise ValueError("examples is empty: there is nothing to batch")
+    while True:
+        order = torch.randperm(len(examples), generator=generator).tolist()
+        chunk, epoch = batch_size * pool, []
+        for i in range(0, len(order), chunk):
+            part = sorted(order[i:i + chunk], key=lambda j: len(examples[j][0]))
+            epoch += [part[k:k + batch_size] for k in range(0, len(part), batch_size)]
+        for b in torch.randperm(len(epoch), generator=generator).tolist():
+            yield collate([examples[j] for j in epoch[b]])
+
+
+def loss_fn(model, batch: dict) -> torch.Tensor:
+    """Masked cross-entropy of the teacher-forced logits (padding left out)."""
+    logits = model(batch["src"], batch["src_mask"], batch["tgt_in"])
+    return masked_cross_entropy(logits, batch["tgt_out"])
+
+
+def fit(model, data: TranslationData, *, steps: int, batch_size: int, lr: float,
+        clip: float | None = 1.0, seed: int = 0, progress: bool = True) -> dict:
+    """Train `model` with Adam on data.ids["train"] for `steps` batches drawn from a
+    generator seeded with `seed`; returns seqlib.train.train's history."""
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    return train(model, loss_fn, batches(data.ids["train"], batch_size, generator),
+                 steps=steps, optimizer=optimizer, clip=clip, progress=progress,
+                 desc=type(model).__name__)
+
+
+def cache_dir() -> pathlib.Path:
+    """Where `trained` keeps weights: $SEQLIB_MODEL_CACHE, else ~/.cache/seqlib/models."""
+    default = pathlib.Path.home() / ".cache" / "seqlib" / "models"
+    return pathlib.Path(os.environ.get("SEQLIB_MODEL_CACHE") or default)
+
+
+def _fingerprint(name: str, model, data: TranslationData, fit_kwargs: dict) -> str:
+    """Hash of everything the trained weights depend on: the name, the fit arguments, the
+    model's configuration, the vocabularies, the training ids, the torch version, the number
+    of CPU threads (sums may round differently) and the source of the seqlib modules
+    involved."""
+    config = {k: v for k, v in sorted(vars(model).items())
+              if isinstance(v, (bool, int, float, str))}
+    modules = {type(m).__module__ for m in model.modules()} | {__name__, "seqlib.train",
+                                                              "seqlib.seq2seq"}
+    sources = [inspect.getsource(sys.modules[m]) for m in sorted(modules)
+               if m.startswith("seqlib")]
+    h = hashlib.sha256()
+    for part in [name, repr(sorted(fit_kwargs.items())), type(model).__qualname__, repr(config),
+                 repr(model), torch.__version__, torch.get_num_threads(), *sources,
+                 *data.src_vocab.itos, "\n", *data.tgt_vocab.itos, repr(data.ids["train"])]:
+        h.update(str(part).encode() + b"\0")
+    return h.hexdigest()[:20]
+
+
+def trained(name: str, build, data: TranslationData, **fit_kwargs):
+    """The model `build()` (called after seed_everything(seed)) trained by `fit` on `data`,
+    loaded from the cache when an identical run saved it; returns (model, history).
+
+    The cache key hashes everything the result depends on (see `_fingerprint`), so a change
+    to an argument, the data or seqlib's code trains again. `progress` is not part of it.
+    """
+    seed_everything(fit_kwargs.get("seed", 0))
+    model = build()
+    progress = fit_kwargs.pop("progress", False)
+    path = cache_dir() / f"{name}-{_fingerprint(name, model, data, fit_kwargs)}.pt"
+    if path.exists():
+        saved = torch.load(path, weights_only=True)
+        model.load_state_dict(saved["state"])
+        model.eval()
+        return model, saved["history"]
+    history = fit(model, data, progress=progress, **fit_kwargs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save({"state": model.state_dict(), "history": history}, tmp)
+    tmp.replace(path)  # atomic: a half-written file is never read
+    return model, history
+
+
+def translate(model, data: TranslationData, sources: list, *, method: str = "greedy",
+              beam_size: int = 4, length_penalty: float = 1.0, max_len: int = 50,
+              temperature: float = 1.0, generator: torch.Generator | None = None,
+              batch_size: int = 100) -> list:
+    """Translations of the source sentences (strs) as lower-case tokenised text, by
+    `method` "greedy", "beam" (beam_size, length_penalty) or "sample" (temperature,
+    generator)."""
+    if method not in ("greedy", "beam", "sample"):
+        raise ValueError(f"method must be 'greedy', 'beam' or 'sample', got {method!r}")
+    if isinstance(sources, str):
+        raise TypeError("sources must be a list of sentences, got a single str")
+    special = {"start_id": data.tgt_vocab.start_id, "stop_id": data.tgt_vocab.stop_id,
+               "max_len": max_len}
+    ids = [data.src_vocab.encode(word_tokenize(s)) or [data.src_vocab.unk_id] for s in sources]
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # similar lengths together
+    out = [None] * len(ids)
+    for k in range(0, len(order), batch_size):
+        chunk = order[k:k + batch_size]
+        src, src_mask = pad_batch([ids[i] for i in chunk])
+        if method == "greedy":
+            tokens = greedy(model, src, src_mask, **special)
+        elif method == "beam":
+            tokens = [hyps[0][0] for hyps in beam_search(
+                model, src, src_mask, beam_size=beam_size, length_penalty=length_penalty,
+                **special)]
+        else:
+            tokens = sample(model, src, src_mask, temperature=temperature,
+                            generator=generator, **special)
+        for i, t in zip(chunk, tokens, strict=True):
+            out[i] = data.tgt_vocab.to_text(data.tgt_vocab.decode(t))
+    return out
+
+
+def _tokens(sentence: str) -> str:
+    """Lower-case word_tokenize tokens joined by spaces; <unk> (and other <...>) kept whole."""
+    return " ".join(w if w.startswith("<") and w.endswith(">") else " ".join(word_tokenize(w))
+                    for w in sentence.split())
+
+
+def bleu(hypotheses: list, references: list) -> float:
+    """Corpus BLEU (0-100) with sacrebleu, one reference per sentence, on lower-case
+    word_tokenize tokens (tokenize="none": the text is already tokenised)."""
+    if isinstance(hypotheses, str) or isinstance(references, str):
+        raise TypeError("hypotheses and references must be lists of sentences, not a str")
+    if len(hypotheses) != len(references) or not hypotheses:
+        raise ValueError(f"need as many hypotheses as references (at least one), got "
+                         f"{len(hypotheses)} and {len(references)}")
+    return sacrebleu.corpus_bleu([_tokens(h) for h in hypotheses],
+                                 [[_tokens(r) for r in references]], tokenize="none",
+                                 force=True).score
+
+
+def bleu_by_length(hypotheses: list, references: list, src_lengths: list, edges) -> list:
+    """BLEU of the sentences whose source length n lies in each bucket edges[i] <= n <
+    edges[i + 1]; returns one dict (low, high, count, bleu) per non-empty bucket."""
+    if not (len(hypotheses) == len(references) == len(src_lengths)):
+        raise ValueError(f"hypotheses, references and src_lengths must have one length, got "
+                         f"{len(hypotheses)}, {len(references)} and {len(src_lengths)}")
+    edges = list(edges)
+    if len(edges) < 2 or any(a >= b for a, b in pairwise(edges)):
+        raise ValueError(f"edges must increase, with at least two of them, got {edges}")
+    rows = []
+    for low, high in pairwise(edges):
+        keep = [i for i, n in enumerate(src_lengths) if low <= n < high]
+        if keep:
+            rows.append({"low": low, "high": high, "count": len(keep),
+                         "bleu": bleu([hypotheses[i] for i in keep],
+                                      [references[i] for i in keep])})
+    return rows

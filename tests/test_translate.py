@@ -1,0 +1,143 @@
+"""Translation plumbing: preparation, batches, BLEU, the training cache, decoding to text."""
+
+import pytest
+import sacrebleu
+import torch
+
+import seqlib.translate as tr
+from seqlib.seq2seq import AttentionSeq2Seq, Seq2Seq
+
+WORDS = "red blue green cat dog bird big small".split()
+
+
+def synthetic(n, seed):
+    """Pairs (sentence, the same words reversed and upper-cased): a learnable toy task."""
+    g = torch.Generator().manual_seed(seed)
+    pairs = []
+    for _ in range(n):
+        length = int(torch.randint(1, 6, (1,), generator=g))
+        words = [WORDS[int(i)] for i in torch.randint(len(WORDS), (length,), generator=g)]
+        pairs.append((" ".join(words), " ".join(w.upper() for w in reversed(words)) + "."))
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def data():
+    return tr.prepare({"train": synthetic(200, 0), "test": synthetic(20, 1) + [("zebra", "Z")]},
+                      min_freq=1)
+
+
+def test_prepare_builds_vocabularies_on_train_and_frames_targets(data):
+    assert "zebra" not in data.src_vocab and "z" not in data.tgt_vocab  # test words unseen
+    src, tgt = data.ids["test"][-1]
+    assert src == [data.src_vocab.unk_id]
+    assert tgt == [data.tgt_vocab.start_id, data.tgt_vocab.unk_id, data.tgt_vocab.stop_id]
+    s, t = data.pairs["train"][0]
+    ids_s, ids_t = data.ids["train"][0]
+    assert data.src_vocab.decode(ids_s) == s.split()
+    assert data.tgt_vocab.decode(ids_t) == t.lower().replace(".", " .").split()
+    with pytest.raises(ValueError, match="'train'"):
+        tr.prepare({"test": []})
+
+
+def test_batches_are_padded_bucketed_and_reproducible(data):
+    examples = data.ids["train"]
+    draw = lambda seed: tr.batches(examples, 16, torch.Generator().manual_seed(seed))  # noqa: E731
+    first, again, other = draw(0), draw(0), draw(1)
+    seen = []
+    for _ in range(13):  # one epoch: ceil(200 / 16) batches
+        b, b2 = next(first), next(again)
+        assert all(torch.equal(b[k], b2[k]) for k in b)
+        lengths = b["src_mask"].sum(1)
+        assert torch.equal(b["src"] == 0, ~b["src_mask"])  # <empty> exactly where masked
+        assert torch.equal(b["tgt_in"][:, 1:], b["tgt_out"][:, :-1])  # shifted by one
+        assert (b["tgt_in"][:, 0] == data.tgt_vocab.start_id).all()
+        assert lengths.max() - lengths.min() <= 4  # sorted by length inside the pool
+        seen += [tuple(r[m].tolist()) for r, m in zip(b["src"], b["src_mask"], strict=True)]
+    assert sorted(seen) == sorted(tuple(s) for s, _ in examples)  # every example once
+    assert not torch.equal(next(draw(0))["src"], next(other)["src"])  # another order
+    with pytest.raises(ValueError, match="batch_size"):
+        next(tr.batches(examples, 0, torch.Generator()))
+
+
+def test_bleu_is_sacrebleu_on_lower_case_tokens():
+    refs = ["A man rides a horse.", "Two dogs play in the snow."]
+    assert tr.bleu(refs, refs) == pytest.approx(100)
+    assert tr.bleu([r.upper() for r in refs], refs) == pytest.approx(100)  # case-insensitive
+    hyps = ["a man rides a bike .", "two cats play in snow ."]
+    expected = sacrebleu.corpus_bleu(hyps, [["a man rides a horse .",
+                                             "two dogs play in the snow ."]],
+                                     tokenize="none").score
+    assert tr.bleu(hyps, refs) == pytest.approx(expected)
+    assert 0 < expected < 100
+    assert tr.bleu(["a <unk> ."], ["a zebra ."]) == tr.bleu(["a x ."], ["a zebra ."])
+    with pytest.raises(ValueError, match="as many"):
+        tr.bleu(hyps, refs[:1])
+    with pytest.raises(TypeError):
+        tr.bleu("a", "a")
+
+
+def test_bleu_by_length_buckets():
+    hyps, refs = ["a b c d", "x y", "a b c d e f"], ["a b c d", "p q", "a b c d e f"]
+    rows = tr.bleu_by_length(hyps, refs, [2, 5, 9], edges=[0, 4, 8, 12, 20])
+    assert [(r["low"], r["count"]) for r in rows] == [(0, 1), (4, 1), (8, 1)]
+    assert rows[0]["bleu"] == pytest.approx(100) and rows[1]["bleu"] == pytest.approx(0)
+    with pytest.raises(ValueError, match="edges"):
+        tr.bleu_by_length(hyps, refs, [1, 2, 3], edges=[5, 1])
+
+
+def build(data):
+    return lambda: Seq2Seq(len(data.src_vocab), len(data.tgt_vocab), 8, 16)
+
+
+def test_trained_caches_deterministic_weights(data, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
+    kwargs = dict(steps=5, batch_size=8, lr=1e-2, seed=3)
+    model, history = tr.trained("toy", build(data), data, **kwargs)
+    assert len(list(tmp_path.iterdir())) == 1 and len(history["loss"]) == 5
+    calls = []
+    monkeypatch.setattr(tr, "fit", lambda *a, **k: calls.append(1))
+    loaded, history2 = tr.trained("toy", build(data), data, **kwargs)
+    assert not calls and history2 == history  # loaded, not trained
+    for (name, p), q in zip(model.state_dict().items(), loaded.state_dict().values(), strict=True):
+        assert torch.equal(p, q), name
+    monkeypatch.undo()
+    monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
+    torch.manual_seed(123)  # the global state does not matter: trained seeds it
+    fresh, _ = tr.trained("toy", build(data), data, **kwargs)
+    assert all(torch.equal(p, q) for p, q in zip(fresh.state_dict().values(),
+                                                  loaded.state_dict().values(), strict=True))
+    retrained, _ = tr.trained("toy", build(data), data, **{**kwargs, "steps": 6})
+    assert len(list(tmp_path.iterdir())) == 2  # a changed fit argument trains again
+    assert not torch.equal(retrained.decoder.output.weight, loaded.decoder.output.weight)
+
+
+def test_cache_key_covers_configuration_and_data(data, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
+    kwargs = dict(steps=2, batch_size=8, lr=1e-2, seed=0)
+    V_s, V_t = len(data.src_vocab), len(data.tgt_vocab)
+    tr.trained("m", lambda: Seq2Seq(V_s, V_t, 8, 16), data, **kwargs)
+    tr.trained("m", lambda: Seq2Seq(V_s, V_t, 8, 16, reverse_source=True), data, **kwargs)
+    other = tr.prepare({"train": synthetic(200, 5)}, min_freq=1)
+    tr.trained("m", lambda: Seq2Seq(len(other.src_vocab), len(other.tgt_vocab), 8, 16), other,
+               **kwargs)
+    assert len(list(tmp_path.iterdir())) == 3
+
+
+def test_fit_learns_and_translate_decodes(data):
+    torch.manual_seed(0)
+    model = AttentionSeq2Seq(len(data.src_vocab), len(data.tgt_vocab), 16, 32)
+    history = tr.fit(model, data, steps=80, batch_size=32, lr=2e-2, progress=False)
+    assert sum(history["loss"][-10:]) / 10 < 0.5 * sum(history["loss"][:10]) / 10
+    sources = [s for s, _ in data.pairs["test"][:20]]
+    refs = [t for _, t in data.pairs["test"][:20]]
+    greedy = tr.translate(model, data, sources)
+    assert all(isinstance(h, str) for h in greedy) and len(greedy) == 20
+    assert tr.translate(model, data, sources, method="beam", beam_size=1) == greedy
+    assert tr.bleu(greedy, refs) > 30
+    g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
+    one = tr.translate(model, data, sources, method="sample", temperature=0.5, generator=g())
+    assert one == tr.translate(model, data, sources, method="sample", temperature=0.5,
+                               generator=g())
+    with pytest.raises(ValueError, match="method"):
+        tr.translate(model, data, sources, method="top")
