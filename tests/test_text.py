@@ -284,7 +284,8 @@ def test_one_hot():
 @pytest.mark.parametrize(
     ("ids", "num_classes", "error", "match"),
     [
-        (torch.tensor([0, 3, 7]), 3, ValueError, r"ids must lie in \[0, 3\) \(the vocabulary\), got \[3, 7\]"),
+        (torch.tensor([0, 3, 7]), 3, ValueError,
+         r"ids must lie in \[0, 3\) \(the vocabulary\), got \[3, 7\]"),
         (torch.tensor([-1]), 3, ValueError, r"got \[-1\]"),
         (torch.tensor([0.0]), 3, TypeError, "integer token ids, got dtype torch.float32"),
         (torch.tensor([True]), 3, TypeError, "got dtype torch.bool"),
