@@ -21,7 +21,8 @@ UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
 
 
 class RecurrentLM(nn.Module):
-    """nn.Embedding -> RNN (7.2), LSTM (7.16)-(7.17) or GRU (7.18)-(7.19) -> nn.Linear.
+    """nn.Embedding -> RNN (7.2), LSTM (7.16)-(7.17) or GRU (7.18)-(7.19) with its output
+    layer (W_yh, b_y) over the vocabulary.
 
     `forward(ids (B, T), state=None)` returns the logits (B, T, V) of the next character
     at every step and the last state (a tensor (L, B, m), or (h, c) for the LSTM), to be
@@ -38,11 +39,8 @@ class RecurrentLM(nn.Module):
             positive_int(name, value)
         self.unit, self.vocab_size = unit, vocab_size
         self.embedding = nn.Embedding(vocab_size, embed_size)
-        if unit == "rnn":  # the hidden states only: the output layer is self.output
-            self.recurrent = RNN(embed_size, hidden_size, num_layers=num_layers, fast=fast)
-        else:
-            self.recurrent = UNITS[unit](embed_size, hidden_size, num_layers, fast=fast)
-        self.output = nn.Linear(hidden_size, vocab_size)
+        self.recurrent = UNITS[unit](embed_size, hidden_size, num_layers=num_layers,
+                                     output_size=vocab_size, fast=fast)
 
     def forward(self, ids: torch.Tensor, state=None):
         """Logits (B, T, V) of the next character after each of ids (B, T), and the state."""
@@ -50,8 +48,7 @@ class RecurrentLM(nn.Module):
         if ids.dim() != 2:
             raise ValueError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
         x = self.embedding(ids)  # (B, T, embed_size)
-        h, state = self.recurrent(x, state)  # (B, T, m)
-        return self.output(h), state  # (B, T, V)
+        return self.recurrent(x, state)  # logits (B, T, V), state
 
 
 def detach_state(state):

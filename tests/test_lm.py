@@ -169,7 +169,7 @@ def test_low_temperature_concentrates_on_the_most_likely_character():
     vocab = char_vocab(TEXT)
     model = tiny_model("gru", len(vocab))
     with torch.no_grad():
-        model.output.bias[vocab["e"]] = 50.0  # "e" is by far the most likely next character
+        model.recurrent.b_y[vocab["e"]] = 50.0  # "e" is by far the most likely next character
     cold = lm.sample(model, vocab, "a", 30, 0.05, torch.Generator().manual_seed(0))
     assert cold == "a" + "e" * 30
     hot = lm.sample(model, vocab, "a", 30, 100.0, torch.Generator().manual_seed(0))
