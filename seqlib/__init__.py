@@ -12,8 +12,18 @@ Conventions, once for the whole package:
 
 from seqlib.gated import GRU, LSTM, GRUCell, LSTMCell
 from seqlib.rnn import RNN, RNNCell
+from seqlib.self_attention import MultiHeadAttention
 from seqlib.train import train
+from seqlib.transformer import (
+                                Transformer,
+                                TransformerBlock,
+                                TransformerDecoderBlock,
+                                TransformerLM,
+                                transformer_block_params,
+)
 from seqlib.utils import count_parameters, default_device, seed_everything
 
-__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell", "count_parameters",
-           "default_device", "seed_everything", "train"]
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "MultiHeadAttention", "RNNCell",
+           "Transformer", "TransformerBlock", "TransformerDecoderBlock", "TransformerLM",
+           "count_parameters", "default_device", "seed_everything", "train",
+           "transformer_block_params"]

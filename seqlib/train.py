@@ -1,5 +1,9 @@
-"""One short training loop for every model of the book: no Trainer class, just a function."""
+"""One short training loop for every model of the book: no Trainer class, just a function;
+and `cached`, which saves what a training run produced so that an identical run loads it."""
 
+import hashlib
+import os
+import pathlib
 import time
 from collections.abc import Callable, Iterable
 
@@ -58,4 +62,49 @@ def train(
         history["seconds"].append(time.perf_counter() - start)
         bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", refresh=False)
     model.eval()
+    return history
+
+
+def cache_dir() -> pathlib.Path:
+    """Where `cached` keeps weights: $SEQLIB_MODEL_CACHE, else ~/.cache/seqlib/models."""
+    default = pathlib.Path.home() / ".cache" / "seqlib" / "models"
+    return pathlib.Path(os.environ.get("SEQLIB_MODEL_CACHE") or default)
+
+
+def _fingerprint(name: str, model: nn.Module, key: tuple) -> str:
+    """Hash of everything trained weights depend on: the name, the caller's key (data,
+    configuration), the model's class, repr and plain attributes, the torch version, the number of CPU
+    threads (sums may round differently) and the source of every seqlib module."""
+    package = pathlib.Path(__file__).parent
+    config = {k: v for k, v in sorted(vars(model).items())
+              if isinstance(v, (bool, int, float, str))}  # e.g. reverse_source
+    h = hashlib.sha256()
+    for part in [name, type(model).__qualname__, repr(model), config, torch.__version__,
+                 torch.get_num_threads(), *key,
+                 *(path.read_bytes() for path in sorted(package.glob("*.py")))]:
+        h.update((part if isinstance(part, bytes) else repr(part).encode()) + b"\0")
+    return h.hexdigest()[:20]
+
+
+def cached(name: str, model: nn.Module, fit: Callable[[], dict], *key) -> dict:
+    """Run `fit()`, which trains `model` and returns its history, or, when an identical run
+    saved its result, load the weights into `model` and return the saved history.
+
+    Training is deterministic (seqlib.seed_everything), so a saved run is the run: chapters
+    that need a model another chapter trained get it without training it again. `key` is
+    everything else the result depends on (configuration, data); see `_fingerprint`.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    path = cache_dir() / f"{name}-{_fingerprint(name, model, key)}.pt"
+    if path.exists():
+        saved = torch.load(path, weights_only=True, map_location="cpu")
+        model.load_state_dict(saved["state"])
+        model.eval()
+        return saved["history"]
+    history = fit()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    torch.save({"state": model.state_dict(), "history": history}, tmp)
+    tmp.replace(path)  # atomic: a half-written file is never read
     return history

@@ -12,11 +12,7 @@
   BLEU scores exactly the tokens the model is trained to produce.
 """
 
-import hashlib
-import inspect
 import os
-import pathlib
-import sys
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -27,7 +23,7 @@ from seqlib.data import multi30k
 from seqlib.decoding import beam_search, greedy, sample
 from seqlib.seq2seq import masked_cross_entropy
 from seqlib.text import Vocab, pad_batch, word_tokenize, word_vocab
-from seqlib.train import train
+from seqlib.train import cached, train
 from seqlib.utils import seed_everything
 
 # The experiments' configurations, shared by the chapters so that their models (and cache
@@ -118,52 +114,16 @@ def fit(model, data: TranslationData, *, steps: int, batch_size: int, lr: float,
                  desc=type(model).__name__)
 
 
-def cache_dir() -> pathlib.Path:
-    """Where `trained` keeps weights: $SEQLIB_MODEL_CACHE, else ~/.cache/seqlib/models."""
-    default = pathlib.Path.home() / ".cache" / "seqlib" / "models"
-    return pathlib.Path(os.environ.get("SEQLIB_MODEL_CACHE") or default)
-
-
-def _fingerprint(name: str, model, data: TranslationData, fit_kwargs: dict) -> str:
-    """Hash of everything the trained weights depend on: the name, the fit arguments, the
-    model's configuration, the vocabularies, the training ids, the torch version, the number
-    of CPU threads (sums may round differently) and the source of the seqlib modules
-    involved."""
-    config = {k: v for k, v in sorted(vars(model).items())
-              if isinstance(v, (bool, int, float, str))}
-    modules = {type(m).__module__ for m in model.modules()} | {__name__, "seqlib.train",
-                                                              "seqlib.seq2seq"}
-    sources = [inspect.getsource(sys.modules[m]) for m in sorted(modules)
-               if m.startswith("seqlib")]
-    h = hashlib.sha256()
-    for part in [name, repr(sorted(fit_kwargs.items())), type(model).__qualname__, repr(config),
-                 repr(model), torch.__version__, torch.get_num_threads(), *sources,
-                 *data.src_vocab.itos, "\n", *data.tgt_vocab.itos, repr(data.ids["train"])]:
-        h.update(str(part).encode() + b"\0")
-    return h.hexdigest()[:20]
-
-
 def trained(name: str, build, data: TranslationData, **fit_kwargs):
     """The model `build()` (called after seed_everything(seed)) trained by `fit` on `data`,
-    loaded from the cache when an identical run saved it; returns (model, history).
-
-    The cache key hashes everything the result depends on (see `_fingerprint`), so a change
-    to an argument, the data or seqlib's code trains again. `progress` is not part of it.
-    """
+    or loaded from the cache of seqlib.train.cached when an identical run saved it; returns
+    (model, history). `progress` is not part of the cache key."""
     seed_everything(fit_kwargs.get("seed", 0))
     model = build()
     progress = fit_kwargs.pop("progress", False)
-    path = cache_dir() / f"{name}-{_fingerprint(name, model, data, fit_kwargs)}.pt"
-    if path.exists():
-        saved = torch.load(path, weights_only=True)
-        model.load_state_dict(saved["state"])
-        model.eval()
-        return model, saved["history"]
-    history = fit(model, data, progress=progress, **fit_kwargs)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save({"state": model.state_dict(), "history": history}, tmp)
-    tmp.replace(path)  # atomic: a half-written file is never read
+    history = cached(name, model, lambda: fit(model, data, progress=progress, **fit_kwargs),
+                     sorted(fit_kwargs.items()), data.src_vocab.itos, data.tgt_vocab.itos,
+                     data.ids["train"])
     return model, history
 
 
