@@ -48,6 +48,7 @@ def self_attention(x: torch.Tensor, *, mask: torch.Tensor | None = None,
                    causal: bool = False):
     """(7.23): every x^<t> (B, T, p) attends to the whole sequence with the scaled inner
     product score and no parameters. Returns outputs u (B, T, p) and weights (B, T, T)."""
+    _check_tensor("x", x)
     return inner_product_attention(x, x, x, mask=mask, causal=causal)
 
 
@@ -75,6 +76,8 @@ def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     if k.shape[:2] != (B, H) or k.shape[3] != m or v.shape[:3] != (B, H, T_k):
         raise ValueError(f"q, k, v must be (B, H, T_q, m), (B, H, T_k, m), (B, H, T_k, m_v); "
                          f"got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if T_k == 0:
+        raise ValueError("there are no keys (T_k = 0): the attention weights are undefined")
     if fast and mask is None and (not causal or T_q == 1 and T_k >= 1):
         # no mask, or one query at the last time (it sees every cached key)
         return F.scaled_dot_product_attention(q, k, v), None

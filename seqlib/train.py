@@ -76,8 +76,8 @@ def _fingerprint(name: str, model: nn.Module, key: tuple) -> str:
     configuration), the model's class, repr and plain attributes, the torch version, the number of CPU
     threads (sums may round differently) and the source of every seqlib module."""
     package = pathlib.Path(__file__).parent
-    config = {k: v for k, v in sorted(vars(model).items())
-              if isinstance(v, (bool, int, float, str))}  # e.g. reverse_source
+    config = {k: v for k, v in sorted(vars(model).items())  # e.g. reverse_source
+              if isinstance(v, (bool, int, float, str)) and k != "training"}
     h = hashlib.sha256()
     for part in [name, type(model).__qualname__, repr(model), config, torch.__version__,
                  torch.get_num_threads(), *key,

@@ -104,6 +104,9 @@ class TransformerBlock(nn.Module):
                             f"{type(layer).__name__}")
         if layer.activation_relu_or_gelu != 1:
             raise ValueError("only the ReLU activation of the chapter has a seqlib twin")
+        if layer.linear1.bias is None or layer.norm1.bias is None:
+            raise ValueError("layer was built with bias=False: the block's feed-forward "
+                             "biases and LayerNorm betas have no seqlib twin; use bias=True")
         attention = MultiHeadAttention.from_torch(layer.self_attn)
         ff = layer.linear1
         block = cls(attention.p, attention.heads, n1=ff.out_features,
