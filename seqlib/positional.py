@@ -36,7 +36,7 @@ def sinusoidal_table(T: int, p_e: int, base: float = 10_000.0) -> torch.Tensor:
     positive_int("T", T)
     positive_int("p_e", p_e)
     t = torch.arange(T, dtype=torch.float64)[:, None]  # (T, 1)
-    j = torch.arange(p_e)  # (p_e,)
+    j = torch.arange(p_e, dtype=torch.float64)  # (p_e,)
     angle = t / base ** ((j - j % 2) / p_e)  # (T, p_e): the even j of each sin/cos pair
     return torch.where(j % 2 == 0, torch.sin(angle), torch.cos(angle)).float()
 
