@@ -73,8 +73,9 @@ def cache_dir() -> pathlib.Path:
 
 def _fingerprint(name: str, model: nn.Module, key: tuple) -> str:
     """Hash of everything trained weights depend on: the name, the caller's key (data,
-    configuration), the model's class, repr and plain attributes, the torch version, the number of CPU
-    threads (sums may round differently) and the source of every seqlib module."""
+    configuration), the model's class, repr and plain attributes, the torch version, the
+    number of CPU threads (sums may round differently) and the source of every seqlib
+    module."""
     package = pathlib.Path(__file__).parent
     config = {k: v for k, v in sorted(vars(model).items())  # e.g. reverse_source
               if isinstance(v, (bool, int, float, str)) and k != "training"}

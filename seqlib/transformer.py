@@ -208,7 +208,8 @@ def select_batch(state, index: torch.Tensor):
 class Transformer(nn.Module):
     """The encoder-decoder transformer of Fig. 7.16 (Vaswani et al., 2017).
 
-    Token embeddings (times sqrt(p), as in the paper) plus sinusoidal positions (7.29)-(7.30);
+    Token embeddings (entries of standard deviation p^(-1/2), times sqrt(p), as in the
+    paper) plus sinusoidal positions (7.29)-(7.30);
     `num_layers` transformer blocks (7.31) over the source with its padding mask;
     `num_decoder_layers` (default num_layers) decoder blocks (7.33) over the target; an
     output layer (p -> target vocabulary). With `norm_first`, a final LayerNorm closes each
@@ -232,6 +233,10 @@ class Transformer(nn.Module):
         sizes = dict(m=m, m_v=m_v, n1=n1, dropout=dropout, norm_first=norm_first)
         self.src_embedding = nn.Embedding(src_vocab_size, p, padding_idx=pad_id)
         self.tgt_embedding = nn.Embedding(tgt_vocab_size, p, padding_idx=pad_id)
+        with torch.no_grad():  # entries of standard deviation p^(-1/2), as in the paper, so
+            for embedding in (self.src_embedding, self.tgt_embedding):  # that sqrt(p) times
+                embedding.weight.normal_(0, p ** -0.5)  # a word vector is about as long as
+                embedding.weight[pad_id] = 0  # a position vector (norm sqrt(p / 2))
         self.positions = PositionalEmbedding(max_len, p)
         self.dropout = nn.Dropout(dropout)
         self.encoder = nn.ModuleList(TransformerBlock(p, heads, **sizes)

@@ -4,7 +4,8 @@
   vocabularies built on the training split only, ids; targets framed by <start>/<stop>.
 - `batches`: shuffled, length-bucketed batches drawn with an explicit torch.Generator,
   padded with <empty> and with masks (True at real tokens).
-- `fit`: seqlib.train.train with the masked cross-entropy; `trained` does the same, or
+- `fit`: seqlib.train.train with the masked cross-entropy (and, for transformers, an
+  optional learning-rate warm-up and decay, `lr_factor`); `trained` does the same, or
   loads the weights a previous identical run saved (training is deterministic).
 - `translate`: greedy, beam or sampled translations as lower-case tokenised text.
 - `bleu`, `bleu_by_length`: corpus BLEU with sacrebleu. Both sides are compared as
@@ -21,6 +22,7 @@ import torch
 
 from seqlib.data import multi30k
 from seqlib.decoding import beam_search, greedy, sample
+from seqlib.rnn import positive_int
 from seqlib.seq2seq import masked_cross_entropy
 from seqlib.text import Vocab, pad_batch, word_tokenize, word_vocab
 from seqlib.train import cached, train
@@ -103,27 +105,55 @@ def loss_fn(model, batch: dict) -> torch.Tensor:
     return masked_cross_entropy(logits, batch["tgt_out"])
 
 
+def lr_factor(step: int, steps: int, warmup: int = 0, decay: bool = False) -> float:
+    """The learning rate of step `step` (0, ..., steps - 1) of `fit`, as a fraction of lr:
+    a linear warm-up from 1 / warmup to 1 over the first `warmup` steps, then 1, or with
+    `decay` a linear fall to 1 / (steps - warmup) at the last step (to 0 just after it)."""
+    positive_int("steps", steps)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < steps:
+        raise ValueError(f"warmup must be an int in [0, steps={steps}), got {warmup!r}")
+    if step < warmup:
+        return (step + 1) / warmup
+    return (steps - step) / (steps - warmup) if decay else 1.0
+
+
 def fit(model, data: TranslationData, *, steps: int, batch_size: int, lr: float,
-        clip: float | None = 1.0, seed: int = 0, progress: bool = True) -> dict:
+        clip: float | None = 1.0, seed: int = 0, warmup: int = 0, decay: bool = False,
+        progress: bool = True) -> dict:
     """Train `model` with Adam on data.ids["train"] for `steps` batches drawn from a
-    generator seeded with `seed`; returns seqlib.train.train's history."""
+    generator seeded with `seed` (and moved to the model's device); returns
+    seqlib.train.train's history. The learning rate is lr throughout, or follows
+    `lr_factor` with `warmup` steps and `decay`: transformers train with such a schedule,
+    and learn worse at full rate from their first step."""
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
-    return train(model, loss_fn, batches(data.ids["train"], batch_size, generator),
-                 steps=steps, optimizer=optimizer, clip=clip, progress=progress,
+    device = next(model.parameters()).device
+    draw = ({k: v.to(device) for k, v in batch.items()}
+            for batch in batches(data.ids["train"], batch_size, generator))
+    lr_factor(0, steps, warmup, decay)  # checks warmup
+
+    def scheduled(step):  # each step's learning rate is set when its batch is drawn
+        for group in optimizer.param_groups:
+            group["lr"] = lr * lr_factor(step, steps, warmup, decay)
+        return next(draw)
+
+    return train(model, loss_fn, scheduled if warmup or decay else draw, steps=steps,
+                 optimizer=optimizer, clip=clip, progress=progress,
                  desc=type(model).__name__)
 
 
-def trained(name: str, build, data: TranslationData, **fit_kwargs):
-    """The model `build()` (called after seed_everything(seed)) trained by `fit` on `data`,
-    or loaded from the cache of seqlib.train.cached when an identical run saved it; returns
-    (model, history). `progress` is not part of the cache key."""
+def trained(name: str, build, data: TranslationData, *, device=None, **fit_kwargs):
+    """The model `build()` (called after seed_everything(seed)), moved to `device` if given,
+    trained by `fit` on `data`, or loaded from the cache of seqlib.train.cached when an
+    identical run saved it; returns (model, history). `progress` is not part of the cache
+    key; a device other than the CPU is (its sums round differently)."""
     seed_everything(fit_kwargs.get("seed", 0))
-    model = build()
+    model = build() if device is None else build().to(device)
     progress = fit_kwargs.pop("progress", False)
+    on = next(model.parameters()).device.type
     history = cached(name, model, lambda: fit(model, data, progress=progress, **fit_kwargs),
                      sorted(fit_kwargs.items()), data.src_vocab.itos, data.tgt_vocab.itos,
-                     data.ids["train"])
+                     data.ids["train"], *([] if on == "cpu" else [on]))
     return model, history
 
 
@@ -133,19 +163,20 @@ def translate(model, data: TranslationData, sources: list, *, method: str = "gre
               batch_size: int = 100) -> list:
     """Translations of the source sentences (strs) as lower-case tokenised text, by
     `method` "greedy", "beam" (beam_size, length_penalty) or "sample" (temperature,
-    generator)."""
+    generator), decoded on the model's device."""
     if method not in ("greedy", "beam", "sample"):
         raise ValueError(f"method must be 'greedy', 'beam' or 'sample', got {method!r}")
     if isinstance(sources, str):
         raise TypeError("sources must be a list of sentences, got a single str")
     special = {"start_id": data.tgt_vocab.start_id, "stop_id": data.tgt_vocab.stop_id,
                "max_len": max_len}
+    device = next(model.parameters()).device
     ids = [data.src_vocab.encode(word_tokenize(s)) or [data.src_vocab.unk_id] for s in sources]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # similar lengths together
     out = [None] * len(ids)
     for k in range(0, len(order), batch_size):
         chunk = order[k:k + batch_size]
-        src, src_mask = pad_batch([ids[i] for i in chunk])
+        src, src_mask = (t.to(device) for t in pad_batch([ids[i] for i in chunk]))
         if method == "greedy":
             tokens = greedy(model, src, src_mask, **special)
         elif method == "beam":

@@ -141,3 +141,52 @@ def test_fit_learns_and_translate_decodes(data):
                                generator=g())
     with pytest.raises(ValueError, match="method"):
         tr.translate(model, data, sources, method="top")
+
+
+def test_lr_factor_warms_up_then_decays_to_zero():
+    assert [tr.lr_factor(s, 10) for s in range(10)] == [1.0] * 10  # constant by default
+    warm = [tr.lr_factor(s, 10, warmup=4) for s in range(10)]
+    assert warm == [0.25, 0.5, 0.75, 1.0] + [1.0] * 6
+    both = [tr.lr_factor(s, 10, warmup=4, decay=True) for s in range(10)]
+    assert both[:4] == warm[:4]
+    assert both[4:] == pytest.approx([6 / 6, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6])
+    assert [tr.lr_factor(s, 4, decay=True) for s in range(4)] == [1.0, 0.75, 0.5, 0.25]
+    for bad in [-1, 10, 2.5, True]:
+        with pytest.raises(ValueError, match="warmup"):
+            tr.lr_factor(0, 10, warmup=bad)
+    with pytest.raises(ValueError, match="steps"):
+        tr.lr_factor(0, 0)
+
+
+def test_fit_sets_each_steps_learning_rate(data, monkeypatch):
+    seen = {}
+
+    def fake_train(model, loss_fn, batches, *, steps, optimizer, **kwargs):
+        seen["lr"] = []
+        for step in range(steps):
+            batch = batches(step) if callable(batches) else next(batches)
+            assert set(batch) == {"src", "src_mask", "tgt_in", "tgt_out"}
+            seen["lr"].append(optimizer.param_groups[0]["lr"])
+        return {}
+
+    monkeypatch.setattr(tr, "train", fake_train)
+    model = build(data)()
+    tr.fit(model, data, steps=6, batch_size=8, lr=0.1, warmup=2, decay=True)
+    assert seen["lr"] == pytest.approx([0.05, 0.1, 0.1, 0.075, 0.05, 0.025])
+    tr.fit(model, data, steps=3, batch_size=8, lr=0.1)
+    assert seen["lr"] == [0.1, 0.1, 0.1]  # no schedule: the constant rate of before
+    with pytest.raises(ValueError, match="warmup"):
+        tr.fit(model, data, steps=3, batch_size=8, lr=0.1, warmup=3)
+
+
+def test_scheduled_training_is_cached_under_its_own_key(data, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
+    kwargs = dict(steps=4, batch_size=8, lr=1e-2, seed=0)
+    plain, _ = tr.trained("s", build(data), data, **kwargs)
+    on_cpu, _ = tr.trained("s", build(data), data, device="cpu", **kwargs)  # loaded
+    assert len(list(tmp_path.iterdir())) == 1
+    assert all(torch.equal(p, q) for p, q in zip(plain.state_dict().values(),
+                                                  on_cpu.state_dict().values(), strict=True))
+    warm, _ = tr.trained("s", build(data), data, warmup=2, decay=True, **kwargs)
+    assert len(list(tmp_path.iterdir())) == 2
+    assert not torch.equal(warm.decoder.output.weight, plain.decoder.output.weight)
