@@ -7,7 +7,16 @@ through time: it is cut into chunks of `context` steps, the hidden state is carr
 one chunk to the next (so the forward pass remembers beyond the chunk) but detached (so
 the backward pass stops at the chunk boundary). Ids are (batch, time) tensors, logits
 (batch, time, vocabulary).
+
+The experiments of chapters 7.3 and 7.5 share their plumbing, so that both train the same
+models the same way: the configurations (`BOOK_PROFILE`, `FULL_PROFILE`, `profile`), the
+parameter-matched recurrent models (`parameter_count`, `matched_hidden_size`,
+`recurrent_model`), the training (`lr_factor`, `fit`) and its cache (`trained`).
 """
+
+import hashlib
+import math
+import os
 
 import torch
 import torch.nn.functional as F
@@ -17,8 +26,20 @@ from seqlib import decoding
 from seqlib.gated import GRU, LSTM
 from seqlib.rnn import RNN, positive_int
 from seqlib.text import SPECIALS, Vocab, check_ids
+from seqlib.train import cached, train
+from seqlib.utils import seed_everything
 
 UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
+GATE_BLOCKS = {"rnn": 1, "gru": 3, "lstm": 4}  # G: blocks of (W_hh, W_hx, b_h) per layer
+
+# The character-level experiments' configurations, shared by the chapters so that their
+# models (and cache keys) agree: the book profile trains on a laptop CPU in minutes,
+# SEQLIB_FULL=1 selects one for a GPU.
+BOOK_PROFILE = dict(embed_size=32, hidden_size=192, num_layers=1, batch_size=12, context=64,
+                    steps=2000, lr=1e-2, warmup=100)
+FULL_PROFILE = dict(embed_size=64, hidden_size=512, num_layers=2, batch_size=64, context=256,
+                    steps=600, lr=2e-3, warmup=50)
+FIT_KEYS = ("batch_size", "context", "steps", "lr", "warmup")  # what `fit` reads from a config
 
 
 class RecurrentLM(nn.Module):
@@ -134,21 +155,29 @@ def carried_state_loss():
 
 
 def _select(state, rows: slice):
-    """The rows (streams) of a state: a tensor (L, B, m) or a tuple of them."""
+    """The rows (streams) of a state: None, a tensor (L, B, m) or a tuple of them."""
+    if state is None:  # a model that carries no state (seqlib.transformer.TransformerLM)
+        return None
     if isinstance(state, tuple):
         return tuple(s[:, rows] for s in state)
     return state[:, rows]
 
 
 @torch.no_grad()
-def evaluate(model: RecurrentLM, ids: torch.Tensor, batch_size: int, context: int) -> float:
+def evaluate(model: nn.Module, ids: torch.Tensor, batch_size: int, context: int, *,
+             carry_state: bool = True) -> float:
     """Mean cross-entropy, in nats per character, of every prediction of the 1-D stream.
 
     The N pairs (ids[j], ids[j+1]) are cut into batch_size streams of L = N // batch_size
     consecutive pairs, read in chunks of `context` steps with the state carried; the last
     N - batch_size L pairs continue the last stream. Each pair is counted exactly once.
+    With carry_state=False every chunk starts from the initial state, so no prediction sees
+    more than `context` characters: the view of a model without state (TransformerLM,
+    whose chunks must fit its max_len).
     """
     _check_stream(ids, batch_size, context)
+    if not isinstance(carry_state, bool):
+        raise TypeError(f"carry_state must be a bool, got {carry_state!r}")
     device = next(model.parameters()).device
     was_training = model.training
     model.eval()
@@ -159,12 +188,14 @@ def evaluate(model: RecurrentLM, ids: torch.Tensor, batch_size: int, context: in
     rows_y = targets[: batch_size * L].view(batch_size, L)
     total, state = 0.0, None
     for i in range(0, L, context):
+        state = state if carry_state else None
         logits, state = model(rows_x[:, i:i + context], state)  # (B, T, V)
         total += F.cross_entropy(logits.flatten(0, 1), rows_y[:, i:i + context].flatten(),
                                  reduction="sum").item()
     if batch_size * L < N:  # the tail continues the last stream
         state = _select(state, slice(batch_size - 1, batch_size))
         for i in range(batch_size * L, N, context):
+            state = state if carry_state else None
             logits, state = model(inputs[None, i:i + context], state)  # (1, T, V)
             total += F.cross_entropy(logits[0], targets[i:i + context], reduction="sum").item()
     model.train(was_training)
@@ -215,6 +246,7 @@ class _TextOnly(nn.Module):
     def __init__(self, model: nn.Module):
         super().__init__()
         self.model, self.tgt_vocab_size = model, getattr(model, "tgt_vocab_size", None)
+        self.train(model.training)  # decoding restores this mode, the model's own
 
     def start(self, src, src_mask):
         return self.model.start(src, src_mask)
@@ -256,3 +288,84 @@ def generate(model: nn.Module, vocab: Vocab, prompt: str, length: int, *,
     if method == "beam":
         out = [hypotheses[0][0] for hypotheses in out]
     return [prompt + vocab.to_text(vocab.decode(tokens)) for tokens in out]
+
+
+def profile() -> dict:
+    """FULL_PROFILE when the environment variable SEQLIB_FULL is "1", else BOOK_PROFILE."""
+    return dict(FULL_PROFILE if os.environ.get("SEQLIB_FULL") == "1" else BOOK_PROFILE)
+
+
+def parameter_count(unit: str, vocab_size: int, hidden_size: int, embed_size: int,
+                    num_layers: int = 1) -> int:
+    """Parameters of RecurrentLM(unit, vocab_size, embed_size, hidden_size, num_layers):
+    the embedding V E, then per layer G (m^2 + m p + m) with G gate blocks of
+    (W_hh, W_hx, b_h), m units and p inputs (E for the first layer, m above it), then
+    the output layer m V + V."""
+    if unit not in GATE_BLOCKS:
+        raise ValueError(f"unit must be one of {sorted(GATE_BLOCKS)}, got {unit!r}")
+    V, E, m = vocab_size, embed_size, hidden_size
+    G = GATE_BLOCKS[unit]
+    recurrent = sum(G * (m * m + m * (E if layer == 0 else m) + m) for layer in range(num_layers))
+    return V * E + recurrent + m * V + V
+
+
+def matched_hidden_size(unit: str, vocab_size: int, config: dict) -> int:
+    """The state size m (1 to 4095) that brings `unit`'s model closest to the parameter
+    count of the LSTM model with config["hidden_size"] units (the smallest m on a tie), so
+    that the three units are compared at the same size."""
+    E, layers = config["embed_size"], config["num_layers"]
+    target = parameter_count("lstm", vocab_size, config["hidden_size"], E, layers)
+    return min(range(1, 4096),
+               key=lambda m: abs(parameter_count(unit, vocab_size, m, E, layers) - target))
+
+
+def recurrent_model(unit: str, vocab_size: int, config: dict, seed: int = 0) -> RecurrentLM:
+    """The RecurrentLM of `unit` for `config` with the parameter-matched state size,
+    initialised after seed_everything(seed): every chapter that builds it gets the same one."""
+    hidden = matched_hidden_size(unit, vocab_size, config)
+    seed_everything(seed)
+    return RecurrentLM(unit, vocab_size, config["embed_size"], hidden, config["num_layers"])
+
+
+def lr_factor(step: int, warmup: int, total: int) -> float:
+    """The learning rate at `step` as a fraction of the peak: a linear warm-up over the
+    first `warmup` steps, then a cosine decay to a tenth of the peak at step `total`."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = (step - warmup) / max(1, total - warmup)
+    return 0.1 + 0.45 * (1 + math.cos(math.pi * progress))
+
+
+def fit(model: nn.Module, train_ids: torch.Tensor, config: dict, *, desc: str = "train",
+        progress: bool = True) -> dict:
+    """Train `model` for config["steps"] chunks of `train_ids` (contiguous_batches of
+    config["batch_size"] x config["context"]) with the state carried (carried_state_loss):
+    AdamW at peak rate config["lr"] with the schedule lr_factor(step, config["warmup"],
+    config["steps"]), gradients clipped at norm 1. Optional keys: "beta2" (default 0.999)
+    and "weight_decay" (default 0.01), AdamW's own defaults. Returns seqlib.train.train's
+    history."""
+    if not isinstance(config, dict) or any(key not in config for key in FIT_KEYS):
+        raise ValueError(f"config must be a dict with the keys {FIT_KEYS}, got {config!r}")
+    steps, warmup = config["steps"], config["warmup"]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"],
+                                  betas=(0.9, config.get("beta2", 0.999)),
+                                  weight_decay=config.get("weight_decay", 0.01))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer,
+                                                 lambda step: lr_factor(step, warmup, steps))
+    optimizer.register_step_post_hook(lambda *args: schedule.step())  # after every step
+    device = next(model.parameters()).device
+    batches = contiguous_batches(train_ids.to(device), config["batch_size"], config["context"])
+    return train(model, carried_state_loss(), batches, steps=steps, optimizer=optimizer,
+                 clip=1.0, progress=progress, desc=desc)
+
+
+def trained(name: str, model: nn.Module, train_ids: torch.Tensor, config: dict) -> dict:
+    """`fit(model, train_ids, config)` through seqlib.train.cached: the first run trains
+    and saves the weights and history; an identical later run (same name, model, data,
+    configuration, device and code) loads them instead. Returns the history. No progress
+    bar, so a page shows the same output whether its models were trained or loaded."""
+    check_ids(train_ids, name="train_ids", nonempty=True)
+    digest = hashlib.sha256(train_ids.cpu().numpy().tobytes()).hexdigest()
+    device = next(model.parameters()).device.type
+    return cached(name, model, lambda: fit(model, train_ids, config, desc=name, progress=False),
+                  sorted(config.items()), len(train_ids), digest, device)

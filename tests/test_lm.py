@@ -190,3 +190,172 @@ def test_sample_bad_arguments():
         lm.sample(model, vocab, "a", 5, 1.0, 0)
     with pytest.raises(TypeError, match="vocab"):
         lm.sample(model, {"a": 4}, "a", 5, 1.0, gen)
+
+
+# The shared plumbing of the experiments (chapters 7.3 and 7.5).
+
+BOOK = lm.BOOK_PROFILE
+
+
+def test_profile_reads_seqlib_full(monkeypatch):
+    monkeypatch.delenv("SEQLIB_FULL", raising=False)
+    assert lm.profile() == BOOK
+    monkeypatch.setenv("SEQLIB_FULL", "1")
+    assert lm.profile() == lm.FULL_PROFILE
+    monkeypatch.setenv("SEQLIB_FULL", "0")
+    config = lm.profile()
+    config["steps"] = 1  # a copy: the module's profile is unchanged
+    assert lm.BOOK_PROFILE["steps"] == 2000
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("unit", UNITS)
+def test_parameter_count_counts_the_model(unit, layers):
+    model = lm.RecurrentLM(unit, 11, 5, 7, layers)
+    assert lm.parameter_count(unit, 11, 7, 5, layers) == sum(p.numel() for p in model.parameters())
+    with pytest.raises(ValueError, match="unit must be one of"):
+        lm.parameter_count("cnn", 11, 7, 5)
+
+
+def test_matched_hidden_sizes_of_the_book_profile():
+    V = 69  # tiny Shakespeare: 65 characters and 4 special tokens
+    sizes = {unit: lm.matched_hidden_size(unit, V, BOOK) for unit in UNITS}
+    assert sizes == {"rnn": 383, "lstm": 192, "gru": 223}
+    target = lm.parameter_count("lstm", V, 192, 32)
+    for unit, m in sizes.items():
+        gap = abs(lm.parameter_count(unit, V, m, 32) - target)
+        assert all(abs(lm.parameter_count(unit, V, n, 32) - target) >= gap for n in (m - 1, m + 1))
+
+
+def test_recurrent_model_is_reproducible():
+    config = dict(BOOK, embed_size=4, hidden_size=6)
+    a, b = lm.recurrent_model("gru", 10, config), lm.recurrent_model("gru", 10, config)
+    assert a.recurrent.hidden_size == lm.matched_hidden_size("gru", 10, config)
+    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
+        assert torch.equal(p, q), name
+    c = lm.recurrent_model("gru", 10, config, seed=1)
+    assert not torch.equal(a.embedding.weight, c.embedding.weight)
+
+
+def test_lr_factor_warms_up_then_decays_along_a_cosine():
+    factors = [lm.lr_factor(step, 10, 110) for step in range(111)]
+    assert factors[:10] == pytest.approx([(s + 1) / 10 for s in range(10)])
+    assert factors[10] == pytest.approx(1.0)  # the peak, right after the warm-up
+    assert factors[60] == pytest.approx(0.55)  # halfway down: (1 + 0.1) / 2
+    assert factors[110] == pytest.approx(0.1)  # a tenth of the peak at the end
+    assert all(a > b for a, b in itertools.pairwise(factors[10:]))
+    assert lm.lr_factor(0, 0, 5) == pytest.approx(1.0)  # no warm-up
+
+
+CONFIG = dict(batch_size=3, context=8, steps=40, lr=1e-2, warmup=5)
+
+
+def corpus():
+    vocab = char_vocab(TEXT)
+    return vocab, torch.tensor(vocab.encode(TEXT * 4))
+
+
+def test_fit_is_deterministic_and_follows_the_schedule(monkeypatch):
+    vocab, ids = corpus()
+    histories = [lm.fit(tiny_model("lstm", len(vocab)).float(), ids, CONFIG, progress=False)
+                 for _ in range(2)]
+    assert histories[0]["loss"] == histories[1]["loss"] and len(histories[0]["loss"]) == 40
+    assert sum(histories[0]["loss"][-5:]) < sum(histories[0]["loss"][:5]) - 0.5  # it learns
+    rates, train = [], lm.train  # the rate of each step, read as the optimizer steps
+
+    def spy(*args, optimizer, **kwargs):
+        optimizer.register_step_pre_hook(lambda opt, *_: rates.append(opt.param_groups[0]["lr"]))
+        return train(*args, optimizer=optimizer, **kwargs)
+
+    monkeypatch.setattr(lm, "train", spy)
+    lm.fit(tiny_model("rnn", len(vocab)).float(), ids, dict(CONFIG, steps=12), progress=False)
+    assert rates == pytest.approx([1e-2 * lm.lr_factor(s, 5, 12) for s in range(12)])
+
+
+def test_fit_bad_config():
+    vocab, ids = corpus()
+    model = tiny_model("rnn", len(vocab)).float()
+    with pytest.raises(ValueError, match="config must be a dict with the keys"):
+        lm.fit(model, ids, {k: v for k, v in CONFIG.items() if k != "warmup"})
+    with pytest.raises(ValueError, match="config must be a dict"):
+        lm.fit(model, ids, list(CONFIG.items()))
+
+
+def test_fit_trains_a_transformer_language_model():
+    from seqlib.transformer import TransformerLM
+
+    vocab, ids = corpus()
+    torch.manual_seed(0)
+    model = TransformerLM(len(vocab), 16, 2, 32, 1, max_len=CONFIG["context"])
+    before = lm.evaluate(model, ids, 3, 8)
+    history = lm.fit(model, ids, CONFIG, progress=False)
+    assert len(history["loss"]) == 40
+    assert lm.evaluate(model, ids, 3, 8) < before - 0.5
+
+
+class Retrained(Exception):
+    pass
+
+
+def test_trained_saves_then_loads(monkeypatch, tmp_path):
+    monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
+    vocab, ids = corpus()
+    first = tiny_model("gru", len(vocab)).float()
+    history = lm.trained("tiny", first, ids, CONFIG)
+    assert len(history["loss"]) == 40 and len(list(tmp_path.glob("tiny-*.pt"))) == 1
+
+    def no_training(*args, **kwargs):
+        raise Retrained
+
+    monkeypatch.setattr(lm, "fit", no_training)
+    second = tiny_model("gru", len(vocab)).float()  # the same initial weights
+    assert lm.trained("tiny", second, ids, CONFIG) == history  # loaded, not trained
+    for p, q in zip(first.parameters(), second.parameters(), strict=True):
+        assert torch.equal(p, q)
+    # Another configuration, other data or another name is another run: it trains.
+    for name, data, config in [("tiny", ids, dict(CONFIG, lr=2e-2)),
+                               ("tiny", ids.flip(0), CONFIG), ("other", ids, CONFIG)]:
+        with pytest.raises(Retrained):
+            lm.trained(name, tiny_model("gru", len(vocab)).float(), data, config)
+
+
+def manual_chunked_loss(model, ids, B, T):
+    """Each stream cut into chunks of T pairs, each chunk read from the initial state."""
+    N = len(ids) - 1
+    L = N // B
+    total = 0.0
+    for b in range(B):
+        end = N if b == B - 1 else (b + 1) * L
+        for i in list(range(b * L, (b + 1) * L, T)) + list(range(B * L, end, T)):
+            stop = min(i + T, (b + 1) * L) if i < B * L else min(i + T, end)
+            logits, _ = model(ids[None, i:stop])
+            total += F.cross_entropy(logits[0], ids[i + 1:stop + 1], reduction="sum").item()
+    return total / N
+
+
+@pytest.mark.parametrize("B, T", [(1, 5), (3, 4), (6, 7)])
+def test_evaluate_without_carrying_the_state(B, T):
+    vocab = char_vocab(TEXT)
+    ids = torch.tensor(vocab.encode(TEXT))  # 80 pairs: B = 3 and 6 leave a tail
+    model = tiny_model("lstm", len(vocab))
+    result = lm.evaluate(model, ids, B, T, carry_state=False)
+    assert result == pytest.approx(manual_chunked_loss(model, ids, B, T), rel=1e-12)
+    # With chunks as long as the streams (4 of 20 pairs, no tail), nothing to carry.
+    assert lm.evaluate(model, ids, 4, 20, carry_state=False) == pytest.approx(
+        lm.evaluate(model, ids, 4, 20), rel=1e-12)
+    with pytest.raises(TypeError, match="carry_state"):
+        lm.evaluate(model, ids, B, T, carry_state=1)
+
+
+@pytest.mark.parametrize("B, T", [(1, 8), (3, 4), (6, 8)])
+def test_evaluate_a_transformer_language_model(B, T):
+    from seqlib.transformer import TransformerLM
+
+    vocab = char_vocab(TEXT)
+    ids = torch.tensor(vocab.encode(TEXT))
+    torch.manual_seed(0)
+    model = TransformerLM(len(vocab), 8, 2, 16, 1, max_len=8).double()
+    # No state: each chunk (at most max_len characters) is read on its own.
+    result = lm.evaluate(model, ids, B, T)
+    assert result == pytest.approx(manual_chunked_loss(model, ids, B, T), rel=1e-12)
+    assert result == pytest.approx(lm.evaluate(model, ids, B, T, carry_state=False), rel=1e-12)

@@ -399,8 +399,6 @@ def test_generate_greedy_sample_beam():
         lm.generate(model, vocab, "", 5, method="greedy")
 
 
-@pytest.mark.xfail(strict=True, reason="seqlib.lm.generate puts an eval-mode model back "
-                   "in training mode (its wrapper module restores its own mode)")
 def test_generate_keeps_the_models_mode():
     vocab = char_vocab("abc")
     torch.manual_seed(0)
