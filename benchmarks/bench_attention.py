@@ -313,16 +313,14 @@ def bench_block(args, device) -> tuple[list, dict]:
                   "max load during": round(max(load, os.getloadavg()[0]), 2)}
 
 
-def main() -> None:
-    """Parse the options, run the parts asked for, print and write the results."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def common_parser(doc: str, *, repeats: int, quick: str) -> argparse.ArgumentParser:
+    """The options both benchmarks of Section 7.5 take: device, lengths, repeats, time
+    budget, load limit, quick smoke run and output folder."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda[:index]")
-    parser.add_argument("--parts", nargs="+", default=["attention", "block"],
-                        choices=["attention", "block"])
     parser.add_argument("--lengths", nargs="+", type=positive, default=list(LENGTHS),
-                        help="sequence lengths T of the attention comparison")
-    parser.add_argument("--block-length", type=positive, default=BLOCK["T"])
-    parser.add_argument("--repeats", type=positive, default=101,
+                        help="sequence lengths T")
+    parser.add_argument("--repeats", type=positive, default=repeats,
                         help="runs per implementation (at most)")
     parser.add_argument("--budget", type=float, default=30.0,
                         help="seconds the timed runs of one configuration should take at "
@@ -330,10 +328,19 @@ def main() -> None:
     parser.add_argument("--max-load", type=float, default=1.0)
     parser.add_argument("--max-wait", type=float, default=1200.0)
     parser.add_argument("--quick", action="store_true",
-                        help="a smoke run: T = 64, 128, block T = 64, 3 runs, no waiting; "
-                             "writes nothing unless --out is given")
+                        help=f"a smoke run: {quick}, 3 runs, no waiting; writes nothing "
+                             "unless an output is named")
     parser.add_argument("--out", type=Path, default=None,
                         help="folder for the results (default benchmarks/results)")
+    return parser
+
+
+def main() -> None:
+    """Parse the options, run the parts asked for, print and write the results."""
+    parser = common_parser(__doc__, repeats=101, quick="T = 64, 128, block T = 64")
+    parser.add_argument("--parts", nargs="+", default=["attention", "block"],
+                        choices=["attention", "block"])
+    parser.add_argument("--block-length", type=positive, default=BLOCK["T"])
     args = parser.parse_args()
     if args.quick:
         args.lengths, args.block_length, args.repeats = [64, 128], 64, 3

@@ -13,7 +13,6 @@ benchmarks/results/scaling-<device>.md and .json and the figure
 book/figures/attention_scaling.png (attention_scaling-cuda.png on a GPU).
 """
 
-import argparse
 import os
 from pathlib import Path
 
@@ -24,11 +23,11 @@ from torch import nn
 
 from benchmarks.bench_attention import (
     RESULTS,
+    common_parser,
     forward_backward,
     machine,
     median_times,
     peak_memory_mib,
-    positive,
     report,
     set_up,
     wait_for_quiet,
@@ -110,21 +109,7 @@ def plot(rows: list, title: str, path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda[:index]")
-    parser.add_argument("--lengths", nargs="+", type=positive, default=list(LENGTHS))
-    parser.add_argument("--repeats", type=positive, default=31,
-                        help="runs per layer (at most)")
-    parser.add_argument("--budget", type=float, default=30.0,
-                        help="seconds the timed runs of one configuration should take at "
-                             "most: fewer rounds (at least 3) where --repeats would take longer")
-    parser.add_argument("--max-load", type=float, default=1.0)
-    parser.add_argument("--max-wait", type=float, default=1200.0)
-    parser.add_argument("--quick", action="store_true",
-                        help="a smoke run: T = 64, 128, 256, 3 runs, no waiting; writes "
-                             "nothing unless --out or --figure is given")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="folder for the results (default benchmarks/results)")
+    parser = common_parser(__doc__, repeats=31, quick="T = 64, 128, 256")
     parser.add_argument("--figure", type=Path, default=None,
                         help="the PNG figure (default book/figures/attention_scaling.png)")
     args = parser.parse_args()
