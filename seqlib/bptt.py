@@ -1,14 +1,14 @@
 """Backpropagation through time written out, for the basic RNN of (7.2).
 
-The loss (7.4)-(7.5) of a batch of B sequences is the cross-entropy of the outputs summed
-over time and averaged over the batch, C = (1/B) sum_b sum_t CE(y^<t>, y_hat^<t>).
+The loss (7.4)-(7.5) of a batch of B sequences is the cross-entropy of the outputs averaged
+over time and over the batch, C = (1/B) sum_b (1/T) sum_t CE(y^<t>, y_hat^<t>).
 
 The adjoint zeta^<t> = dC/dh^<t> obeys the backward recursion (7.6)
 
     zeta^<T> = W_yh^T delta^<T>,
     zeta^<t> = W_yh^T delta^<t> + J^<t+1>^T zeta^<t+1>,     t = T-1, ..., 1,
 
-with the output error delta^<t> = dC/d(logits^<t>) = (softmax(logits^<t>) - e_y^<t>) / B and
+with the output error delta^<t> = dC/d(logits^<t>) = (softmax(logits^<t>) - e_y^<t>) / (B T) and
 the Jacobian (7.11) of one step of the recurrence,
 
     J^<t> = dh^<t>/dh^<t-1> = diag(S_h'(z^<t>)) W_hh,
@@ -44,11 +44,13 @@ class BPTTResult:
 
 def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, last_only: bool = False,
                   mask: torch.Tensor | None = None):
-    """C of (7.4)-(7.5): cross-entropy summed over time, averaged over the batch.
+    """C(theta) of (7.4)-(7.5): the mean over time of the cross-entropies C_t of one
+    sequence, C = (1/T) sum_t C_t, averaged over the B sequences of the batch.
 
     logits (B, T, q), targets (B, T) class ids. With `last_only`, only the loss at the
-    last step counts (a many-to-one task). A (B, T) boolean `mask` (True at real tokens,
-    as seqlib.text.pad_batch returns) leaves padded steps out of the sum.
+    last step counts, C = C_T (a many-to-one task). A (B, T) boolean `mask` (True at real
+    tokens, as seqlib.text.pad_batch returns) leaves padded steps out: sequence b is
+    averaged over its own T_b real steps, exactly its loss alone.
     """
     if targets.shape != logits.shape[:2]:
         raise ValueError(
@@ -61,10 +63,15 @@ def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, last_only: bool =
         logits, targets = logits[:, -1:], targets[:, -1:]
         mask = None if mask is None else mask[:, -1:]
     B, T, q = logits.shape
-    losses = F.cross_entropy(logits.reshape(B * T, q), targets.reshape(B * T), reduction="none")
-    if mask is not None:
-        losses = losses * mask.reshape(B * T).to(losses.dtype)
-    return losses.sum() / B
+    C_t = F.cross_entropy(logits.reshape(B * T, q), targets.reshape(B * T),
+                          reduction="none").view(B, T)  # (B, T): C_t of (7.5)
+    if mask is None:
+        return C_t.mean(1).mean()  # (1/T) sum_t, then the mean over the batch
+    if not mask.any(1).all():
+        raise ValueError("mask leaves a sequence without any real step: its loss (7.4) "
+                         "is undefined")
+    lengths = mask.sum(1)  # (B,): T_b
+    return ((C_t * mask).sum(1) / lengths).mean()
 
 
 def _activation_derivative(rnn: RNN, h: torch.Tensor) -> torch.Tensor:
@@ -112,9 +119,12 @@ def bptt(rnn: RNN, x: torch.Tensor, targets: torch.Tensor, h0: torch.Tensor | No
     h, logits = forward_states(rnn, x, h0)
     B, T, q = logits.shape
     loss = sequence_loss(logits, targets, last_only)
+    # dC/d(logits^<t>) of C = (1/B) sum_b (1/T) sum_t C_t: (y_hat - e_y) / (B T)
     delta = (torch.softmax(logits, dim=-1) - F.one_hot(targets, q).to(logits.dtype)) / B
     if last_only:
-        delta[:, :-1] = 0  # only the last step is in the loss
+        delta[:, :-1] = 0  # only the last step is in the loss, C = C_T
+    else:
+        delta = delta / T
     zeta = torch.zeros_like(h[:, 1:])  # (B, T, m)
     W = rnn.cell.W_hh
     carried = torch.zeros_like(h[:, 0])  # J^<t+1>^T zeta^<t+1>, nothing after T

@@ -1,11 +1,12 @@
 """Gated units of Section 7.3: the LSTM (7.16)-(7.17) and the GRU (7.18)-(7.19).
 
-Both are `Cell`s of seqlib.rnn, so stacking (7.14) and reversing (7.15) come from
+Both are `Cell`s of seqlib.rnn, so reversing (7.14) and stacking (7.15) come from
 `Recurrent`, and each has the textbook path (one product per gate, `fast=False`) and the
 fast path (fused gates, input projection for all steps at once, the default).
 The gate blocks are stacked in W_hx, W_hh and b_h in torch.nn's order, so that
-`from_torch` copies weights as they are: (g_i, g_f, c_tilde, g_o) for the LSTM and
-(g_r, g_u, h_tilde) for the GRU.
+`from_torch` copies weights block by block: (g_i, g_f, c_tilde, g_o) for the LSTM and
+(g_r, g_u, h_tilde) for the GRU. The GRU's update gate follows the chapter, g_u near 1
+updates the state; torch.nn.GRU's z is 1 - g_u, so `from_torch` negates that block.
 """
 
 import torch
@@ -15,7 +16,8 @@ from seqlib.rnn import Cell, Recurrent
 
 
 class LSTMCell(Cell):
-    """The LSTM unit, equations (7.16)-(7.17), on a state (h, c) of two (B, m) tensors."""
+    """The LSTM unit, equations (7.16)-(7.17), on a state (h, c) of two (B, m) tensors:
+    the gates g_f, g_i, g_o of (7.17), then the cell and hidden states of (7.16)."""
 
     gates = 4
 
@@ -36,7 +38,7 @@ class LSTMCell(Cell):
 
     @staticmethod
     def combine(g_i, g_f, c_tilde, g_o, c):
-        """(7.17): c = g_f * c + g_i * c_tilde, h = g_o * tanh(c)."""
+        """(7.16): c = g_f * c + g_i * c_tilde, h = g_o * tanh(c)."""
         c = torch.addcmul(g_f * c, g_i, c_tilde)
         return g_o * torch.tanh(c), c
 
@@ -50,14 +52,18 @@ class LSTMCell(Cell):
 
 
 class GRUCell(Cell):
-    """The GRU unit, equations (7.18)-(7.19), on a state h (B, m).
+    """The GRU unit, equations (7.18)-(7.19), on a state h (B, m):
 
-    The chapter applies the reset gate before the matrix product,
-        h_tilde = tanh(W_hx[h] x + W_hh[h] (g_r * h) + b_h[h]);
-    with `reset_after=True` it is applied after it, with a bias of its own, as PyTorch
-    and cuDNN do:  h_tilde = tanh(W_hx[h] x + b_h[h] + g_r * (W_hh[h] h + b_hn)).
-    The update gate mixes old and new state as torch.nn.GRU does,
-    h = g_u * h + (1 - g_u) * h_tilde.
+        g_r, g_u = sigmoid(W_rh h + W_rx x + b_r), sigmoid(W_uh h + W_ux x + b_u)   (7.19)
+        h_tilde = tanh(W_h~h (g_r * h) + W_h~x x + b_h~)                          (7.18)
+        h = (1 - g_u) * h + g_u * h_tilde                                         (7.18)
+
+    An entry of g_u near 1 updates the state, near 0 keeps it, as in the chapter.
+    The chapter applies the reset gate before the matrix product; with
+    `reset_after=True` it is applied after it, with a bias of its own, as PyTorch and cuDNN
+    do: h_tilde = tanh(W_h~x x + b_h~ + g_r * (W_h~h h + b_hn)). torch.nn.GRU also writes
+    the update the other way round, h = z * h + (1 - z) * h_tilde with z = 1 - g_u: since
+    1 - sigmoid(a) = sigmoid(-a), `load_torch` negates the weights and bias of that gate.
     """
 
     gates = 3
@@ -79,7 +85,7 @@ class GRUCell(Cell):
             h_tilde = torch.tanh(x @ self.W_hx[2 * m:].T + self.b_h[2 * m:] + g_r * recurrent)
         else:  # the chapter's form: reset before the product
             h_tilde = torch.tanh(self.block(2, x, g_r * h))
-        return g_u * h + (1 - g_u) * h_tilde
+        return (1 - g_u) * h + g_u * h_tilde  # (7.18): g_u near 1 updates
 
     def step(self, x, state):
         return (self(x, state[0]),)
@@ -96,18 +102,29 @@ class GRUCell(Cell):
             gates = torch.sigmoid(torch.addmm(u[:, :2 * m], h, self.W_hh[:2 * m].T))
             g_r, g_u = gates.chunk(2, dim=-1)
             h_tilde = torch.tanh(torch.addmm(u[:, 2 * m:], g_r * h, self.W_hh[2 * m:].T))
-        return (g_u * h + (1 - g_u) * h_tilde,)
+        return (torch.lerp(h, h_tilde, g_u),)  # (1 - g_u) h + g_u h_tilde in one call
+
+    def torch_signs(self) -> torch.Tensor:
+        """(3 m,) signs mapping each row of W_hx, W_hh, b_h to torch.nn.GRU's: -1 on the
+        update gate's rows (z = 1 - g_u, so its pre-activation is negated), +1 elsewhere."""
+        m = self.hidden_size
+        signs = torch.ones(3 * m, dtype=self.W_hh.dtype, device=self.W_hh.device)
+        signs[m:2 * m] = -1
+        return signs
 
     def load_torch(self, w_ih, w_hh, b_ih, b_hh) -> None:
-        """torch.nn.GRU keeps b_hn apart: it is multiplied by the reset gate."""
+        """torch.nn.GRU keeps b_hn apart (it is multiplied by the reset gate) and its update
+        gate is z = 1 - g_u: the rows of that gate are negated (`torch_signs`)."""
         if not self.reset_after:
             raise ValueError("torch.nn.GRU applies the reset gate after the product: "
                              "load it into a GRU with reset_after=True")
         m = self.hidden_size
         if b_ih is None:
             b_ih = b_hh = torch.zeros_like(self.b_h)
+        signs = self.torch_signs()
         summed = torch.cat([b_ih[:2 * m] + b_hh[:2 * m], b_ih[2 * m:]])
-        super().load_torch(w_ih, w_hh, summed, torch.zeros_like(summed))
+        super().load_torch(signs[:, None] * w_ih, signs[:, None] * w_hh, signs * summed,
+                           torch.zeros_like(summed))
         with torch.no_grad():
             self.b_hn.copy_(b_hh[2 * m:])
 

@@ -148,7 +148,7 @@ def cell_name(layer: int, direction: int) -> str:
 
 
 class Recurrent(nn.Module):
-    """Stacking (7.14) and reversing (7.15), written once for any unit.
+    """Reversing (7.14) and stacking (7.15), written once for any unit.
 
     Layer l > 1 reads the hidden states of layer l - 1 (for the LSTM only h goes up, not
     c). A bidirectional layer runs a second unit over the reversed sequence and
@@ -215,7 +215,7 @@ class Recurrent(nn.Module):
             for direction in range(self.directions):
                 k = layer * self.directions + direction
                 cell = self.cells[k]
-                seq = layer_input.flip(1) if direction else layer_input  # (7.15): reversed
+                seq = layer_input.flip(1) if direction else layer_input  # (7.14): reversed
                 hs, last = cell.scan(seq, tuple(s[k] for s in state), self.fast)
                 outputs.append(hs.flip(1) if direction else hs)
                 finals.append(last)
@@ -247,7 +247,7 @@ class Recurrent(nn.Module):
 
 class RNN(Recurrent):
     """Basic RNN over a (batch, time, features) sequence, equations (7.1)-(7.3), stacked
-    (7.14) and bidirectional (7.15) when asked.
+    (7.15) and bidirectional (7.14) when asked.
 
     With `output_size` set, the output layer (W_yh, b_y) is applied at every step and
     `forward` returns the outputs y_hat (B, T, q); without it, the hidden states

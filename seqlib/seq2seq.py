@@ -115,7 +115,7 @@ def masked_recur(recurrent: Recurrent, x: torch.Tensor, mask: torch.Tensor):
                 step, inputs = cell.step, layer_input.unbind(1)
             state = tuple(x.new_zeros(B, m) for _ in range(recurrent.state_count))
             hs = [None] * S
-            for t in reversed(range(S)) if direction else range(S):  # (7.15)
+            for t in reversed(range(S)) if direction else range(S):  # (7.14)
                 new = step(inputs[t], state)
                 real = mask[:, t, None]  # (B, 1): update real steps, hold padded ones
                 state = tuple(torch.where(real, n, s) for n, s in zip(new, state, strict=True))

@@ -52,11 +52,14 @@ def test_from_torch_outputs_and_all_gradients_agree(units, layers, bidirectional
         suffix = f"_l{layer}" + ("_reverse" if direction else "")
         grad = {n: getattr(ref, f"{n}{suffix}").grad for n in
                 ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
-        torch.testing.assert_close(cell.W_hx.grad, grad["weight_ih"], atol=tol, rtol=tol)
-        torch.testing.assert_close(cell.W_hh.grad, grad["weight_hh"], atol=tol, rtol=tol)
+        # The GRU's update gate is g_u = 1 - z: its rows are torch's negated.
+        signs = cell.torch_signs()[:, None] if isinstance(ours, GRU) else 1
+        torch.testing.assert_close(signs * cell.W_hx.grad, grad["weight_ih"], atol=tol, rtol=tol)
+        torch.testing.assert_close(signs * cell.W_hh.grad, grad["weight_hh"], atol=tol, rtol=tol)
         if isinstance(ours, GRU):  # b_h[r, u] is b_ih + b_hh; b_h[h] is b_in; b_hn apart
-            torch.testing.assert_close(cell.b_h.grad, grad["bias_ih"], atol=tol, rtol=tol)
-            torch.testing.assert_close(cell.b_h.grad[:2 * m], grad["bias_hh"][:2 * m],
+            b_grad = signs[:, 0] * cell.b_h.grad
+            torch.testing.assert_close(b_grad, grad["bias_ih"], atol=tol, rtol=tol)
+            torch.testing.assert_close(b_grad[:2 * m], grad["bias_hh"][:2 * m],
                                        atol=tol, rtol=tol)
             torch.testing.assert_close(cell.b_hn.grad, grad["bias_hh"][2 * m:],
                                        atol=tol, rtol=tol)
@@ -112,6 +115,40 @@ def test_parameter_inventory_of_the_chapter():
     assert seqlib.count_parameters(gru) + q * m + q == 3 * m * m + 3 * m * p + q * m + 3 * m + q
     # PyTorch's form carries one more bias vector, b_hn, inside the reset product.
     assert seqlib.count_parameters(GRU(p, m, reset_after=True)) == seqlib.count_parameters(gru) + m
+
+
+def test_gru_update_gate_follows_the_chapter():
+    """(7.18): h = (1 - g_u) h_prev + g_u h_tilde, so g_u = 1 updates fully and g_u = 0
+    keeps the state; torch.nn.GRU's z = 1 - g_u is what from_torch maps."""
+    torch.manual_seed(0)
+    for fast in (False, True):
+        gru = GRU(3, 4, fast=fast).double()
+        x = torch.randn(2, 1, 3, dtype=torch.float64)
+        h0 = torch.randn(1, 2, 4, dtype=torch.float64)
+        with torch.no_grad():
+            cell = gru.cell
+            cell.W_hx[4:8] = 0
+            cell.W_hh[4:8] = 0
+            cell.b_h[4:8] = 50.0  # g_u = sigmoid(50) = 1 to double precision: update
+            updated = gru(x, h0)[0][:, 0]
+            g_r = torch.sigmoid(x[:, 0] @ cell.W_hx[:4].T + h0[0] @ cell.W_hh[:4].T + cell.b_h[:4])
+            h_tilde = torch.tanh(x[:, 0] @ cell.W_hx[8:].T + (g_r * h0[0]) @ cell.W_hh[8:].T
+                                 + cell.b_h[8:])
+            torch.testing.assert_close(updated, h_tilde, atol=1e-12, rtol=0)
+            cell.b_h[4:8] = -50.0  # g_u = 0: keep the previous state
+            torch.testing.assert_close(gru(x, h0)[0][:, 0], h0[0], atol=1e-12, rtol=0)
+
+
+def test_from_torch_gru_negates_only_the_update_gate():
+    torch.manual_seed(0)
+    ref = nn.GRU(3, 4, batch_first=True).double()
+    cell = GRU.from_torch(ref).cell
+    signs = torch.tensor([1.0] * 4 + [-1.0] * 4 + [1.0] * 4, dtype=torch.float64)
+    torch.testing.assert_close(cell.W_hx, signs[:, None] * ref.weight_ih_l0)
+    torch.testing.assert_close(cell.W_hh, signs[:, None] * ref.weight_hh_l0)
+    summed = torch.cat([ref.bias_ih_l0[:8] + ref.bias_hh_l0[:8], ref.bias_ih_l0[8:]])
+    torch.testing.assert_close(cell.b_h, signs * summed)
+    torch.testing.assert_close(cell.b_hn, ref.bias_hh_l0[8:])
 
 
 def test_gru_forms_differ():
