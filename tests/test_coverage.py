@@ -1,0 +1,136 @@
+"""The chapters keep the promise of book/coverage.yml: every equation (7.1)-(7.34) has
+exactly one tagged home display, every figure 7.1-7.17 a captioned counterpart, every
+stated number the code that recomputes it, and the coverage page says the same."""
+
+import importlib
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("coverage_page", ROOT / "book" / "coverage.py")
+coverage_page = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(coverage_page)
+
+DATA = coverage_page.load()
+NOTEBOOKS = {p.stem: json.loads(p.read_text())["cells"]
+             for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
+TAG = re.compile(r"\\tag\{\s*(7\.\d+)\s*\}")
+
+
+def text(cell) -> str:
+    return "".join(cell["source"])
+
+
+def outputs(cell) -> str:
+    parts = []
+    for out in cell.get("outputs", []):
+        parts += out.get("text", []) if "text" in out else out.get("data", {}).get(
+            "text/plain", [])
+    return "".join(parts)
+
+
+def markdown(home):
+    return [text(c) for c in NOTEBOOKS[home] if c["cell_type"] == "markdown"]
+
+
+def code(home):
+    return [text(c) for c in NOTEBOOKS[home] if c["cell_type"] == "code"]
+
+
+def test_the_data_file_lists_the_whole_chapter():
+    assert list(DATA["equations"]) == [f"7.{k}" for k in range(1, 35)]
+    assert list(DATA["figures"]) == [f"7.{k}" for k in range(1, 18)]
+    ids = [item["id"] for item in DATA["numbers"]]
+    assert len(ids) == len(set(ids)), "number ids must be unique"
+    homes = [e["home"] for kind in ("equations", "figures") for e in DATA[kind].values()]
+    homes += [item["home"] for item in DATA["numbers"]]
+    assert set(homes) <= set(NOTEBOOKS), set(homes) - set(NOTEBOOKS)
+
+
+def test_every_equation_has_exactly_one_tagged_home():
+    places = {}
+    for home, cells in NOTEBOOKS.items():
+        for i, cell in enumerate(cells):
+            if cell["cell_type"] == "markdown":
+                for number in TAG.findall(text(cell)):
+                    places.setdefault(number, []).append((home, i))
+    for page in (ROOT / "book").glob("*.md"):
+        for number in TAG.findall(page.read_text()):
+            places.setdefault(number, []).append((page.name, None))
+    assert set(places) <= set(DATA["equations"]), "tags of equations the chapter lacks"
+    for number, eq in DATA["equations"].items():
+        found = places.get(number, [])
+        assert len(found) == 1, f"({number}) is tagged {len(found)} times: {found}"
+        home, i = found[0]
+        assert home == eq["home"], f"({number}) is tagged in {home}, its home is {eq['home']}"
+        label = "(eq-" + number.replace(".", "-") + ")="
+        cell = text(NOTEBOOKS[home][i])
+        assert label in cell, f"({number}): the home display needs the target {label}"
+        assert cell.index(label) < cell.index("\\tag{" + number), f"{label} must come first"
+
+
+@pytest.mark.parametrize("number", list(DATA["equations"]))
+def test_every_equation_names_its_code_and_check(number):
+    eq = DATA["equations"][number]
+    assert eq["check"], f"({number}) has no check"
+    assert any(eq["check"] in c for c in code(eq["home"])), \
+        f"({number}): no code cell of {eq['home']} contains {eq['check']!r}"
+    if eq["code"] != "notebook":
+        assert eq["code"].startswith("seqlib"), eq["code"]
+        assert _resolve(eq["code"]) is not None
+
+
+def _resolve(dotted: str):
+    """The object a dotted path names: a module, or an attribute path inside one."""
+    parts = dotted.split(".")
+    for n in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:n]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[n:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(dotted)
+
+
+@pytest.mark.parametrize("number", list(DATA["figures"]))
+def test_every_figure_has_a_captioned_counterpart(number):
+    fig = DATA["figures"][number]
+    cells = NOTEBOOKS[fig["home"]]
+    target = "(fig-" + number.replace(".", "-") + ")="
+    captions = [i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+                and text(c).lstrip().startswith(target)]
+    assert len(captions) == 1, f"Fig. {number}: {len(captions)} cells start with {target}"
+    i = captions[0]
+    caption = text(cells[i]).lstrip()[len(target):].lstrip()
+    assert caption.startswith(f"**Fig. {number}.**"), f"Fig. {number}: caption must start " \
+        f"with **Fig. {number}.**"
+    before = cells[i - 1]
+    assert before["cell_type"] == "code" and any(
+        "image/png" in out.get("data", {}) for out in before.get("outputs", [])), \
+        f"Fig. {number}: the cell before its caption must draw it (a PNG output)"
+    if fig["drawn_by"] != "notebook":
+        assert _resolve(fig["drawn_by"]) is not None
+
+
+@pytest.mark.parametrize("item", DATA["numbers"], ids=lambda item: item["id"])
+def test_every_stated_number_is_in_its_home_and_checked(item):
+    home = item["home"]
+    everything = "\n".join(markdown(home) + code(home)
+                           + [outputs(c) for c in NOTEBOOKS[home]])
+    assert str(item["value"]) in everything, f"{item['id']}: {item['value']!r} not in {home}"
+    if item["check"] is None:
+        assert item.get("note"), f"{item['id']}: no check and no note saying why"
+    else:
+        assert any(item["check"] in c for c in code(home)), \
+            f"{item['id']}: no code cell of {home} contains {item['check']!r}"
+
+
+def test_the_coverage_page_is_up_to_date():
+    page = (ROOT / "book" / "coverage.md").read_text()
+    assert page == coverage_page.render(DATA), "run `python book/coverage.py`"
