@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 
 import torch
+from filelock import FileLock
 from torch import nn
 from tqdm import tqdm
 
@@ -92,20 +93,24 @@ def cached(name: str, model: nn.Module, fit: Callable[[], dict], *key) -> dict:
     saved its result, load the weights into `model` and return the saved history.
 
     Training is deterministic (seqlib.seed_everything), so a saved run is the run: chapters
-    that need a model another chapter trained get it without training it again. `key` is
-    everything else the result depends on (configuration, data); see `_fingerprint`.
+    that need a model another chapter trained get it without training it again, in any
+    order. `key` is everything else the result depends on (configuration, data); see
+    `_fingerprint`. Processes that ask for the same run at once (chapters tested in
+    parallel) take turns through a lock file: the first trains and saves, the others wait
+    and load what it saved, so no run is trained twice.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     path = cache_dir() / f"{name}-{_fingerprint(name, model, key)}.pt"
-    if path.exists():
-        saved = torch.load(path, weights_only=True, map_location="cpu")
-        model.load_state_dict(saved["state"])
-        model.eval()
-        return saved["history"]
-    history = fit()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    torch.save({"state": model.state_dict(), "history": history}, tmp)
-    tmp.replace(path)  # atomic: a half-written file is never read
+    with FileLock(str(path) + ".lock"):
+        if path.exists():
+            saved = torch.load(path, weights_only=True, map_location="cpu")
+            model.load_state_dict(saved["state"])
+            model.eval()
+            return saved["history"]
+        history = fit()
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        torch.save({"state": model.state_dict(), "history": history}, tmp)
+        tmp.replace(path)  # atomic: a half-written file is never read
     return history
