@@ -193,7 +193,7 @@ def bptt(rnn: RNN, x: torch.Tensor, targets: torch.Tensor, h0: torch.Tensor | No
     if truncate is not None and (not isinstance(truncate, int) or truncate < 1):
         raise ValueError(f"truncate must be a positive int or None, got {truncate!r}")
     h, logits = forward_states(rnn, x, h0)
-    B, T, q = logits.shape
+    T = logits.shape[1]
     loss = sequence_loss(logits, targets, last_only)
     # dC/d(logits^<t>) of C = (1/B) sum_b (1/T) sum_t C_t: (y_hat - e_y) / (B T)
     delta = output_error(logits, targets)  # (B, T, q)
