@@ -1,27 +1,28 @@
 """Backpropagation through time written out, for the basic RNN of (7.2).
 
-The loss (7.4)-(7.5) of a batch of B sequences is the cross-entropy of the outputs averaged
-over time and over the batch, C = (1/B) sum_b (1/T) sum_t CE(y^<t>, y_hat^<t>).
+Tensors are (batch, time, features). The loss (7.4)-(7.5) of one sequence is the mean over
+time of the cross-entropies, C = (1/T) sum_t C_t; a batch of B sequences averages that over
+the batch.
 
-The adjoint zeta^<t> = dC/dh^<t> obeys the backward recursion (7.6)
+The adjoint zeta^<t> = dC/dh^<t> obeys the backward recursion of (7.6),
 
-    zeta^<T> = W_yh^T delta^<T>,
-    zeta^<t> = W_yh^T delta^<t> + J^<t+1>^T zeta^<t+1>,     t = T-1, ..., 1,
+    zeta^<T> = (1/T) Cdot_T(h^<T>),
+    zeta^<t> = (1/T) Cdot_t(h^<t>) + (dh^<t+1>/dh^<t>) zeta^<t+1>,     t = T-1, ..., 1,
 
-with the output error delta^<t> = dC/d(logits^<t>) = (softmax(logits^<t>) - e_y^<t>) / (B T) and
-the Jacobian (7.11) of one step of the recurrence,
+where Cdot_t(h^<t>) = W_yh^T (y_hat^<t> - y^<t>) is the derivative of C_t with respect to
+h^<t> through the output layer (softmax and cross-entropy), and the Jacobian (7.11), in
+the layout that multiplies an adjoint, is
 
-    J^<t> = dh^<t>/dh^<t-1> = diag(S_h'(z^<t>)) W_hh,
+    dh^<t+1>/dh^<t> = W_hh^T diag(sigma_dot(W_hh h^<t> + W_hx x^<t+1> + b_h)).
 
-where z^<t> is the pre-activation. The gradient of each weight sums, over time, the
-local error zeta^<t> * S_h'(z^<t>) times what the weight multiplies, (7.9)-(7.10):
+The chapter's (7.6) places all of (1/T) sum_tau Cdot_tau at t = T (its feedforward analogy);
+`bptt(..., lumped=True)` runs that form literally. The two coincide when only the last step
+carries loss.
 
-    g_W_hh = sum_t (zeta^<t> * S_h'(z^<t>)) h^<t-1>^T,     g_W_hx = ... x^<t>^T,
-    g_b_h  = sum_t  zeta^<t> * S_h'(z^<t>),                g_W_yh = sum_t delta^<t> h^<t>^T.
-
-Products of T - t Jacobians carry the loss at time T back to time t: their norm shrinks
-or grows geometrically with the spectral radius of W_hh (7.12), the vanishing and
-exploding gradients of the chapter.
+With zeta, the gradient of W = W_hh is the sum over states tau of the terms
+sum_j (dh_j^<tau>/dW) zeta_j^<tau>, with dh_j^<tau>/dW = sigma_dot(z_j^<tau>) e_j h^<tau-1>^T
+of (7.9): the double sum (7.10) over losses t and states tau <= t, with the adjoints of the
+single losses C_t, gathered by exchanging the sums. (7.13) keeps the terms from T_0 on.
 """
 
 from dataclasses import dataclass
@@ -30,6 +31,13 @@ import torch
 import torch.nn.functional as F
 
 from seqlib.rnn import RNN, check_sequence, check_state
+
+# sigma_dot, the derivative of the scalar activation, written in terms of its value h = sigma(z)
+SIGMA_DOT = {
+    "tanh": lambda h: 1 - h**2,
+    "relu": lambda h: (h > 0).to(h.dtype),
+    "identity": torch.ones_like,
+}
 
 
 @dataclass
@@ -74,17 +82,41 @@ def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, last_only: bool =
     return ((C_t * mask).sum(1) / lengths).mean()
 
 
-def _activation_derivative(rnn: RNN, h: torch.Tensor) -> torch.Tensor:
-    """S_h'(z) written in terms of h = S_h(z): 1 - h^2 for tanh, 1[h > 0] for ReLU."""
-    return 1 - h**2 if rnn.cell.nonlinearity == "tanh" else (h > 0).to(h.dtype)
+def sigma_dot(rnn: RNN, h: torch.Tensor) -> torch.Tensor:
+    """sigma_dot(z) of the unit's activation, from the state h = sigma(z) it produced:
+    1 - h^2 for tanh, 1[h > 0] for ReLU, 1 for the identity."""
+    name = rnn.cell.nonlinearity
+    if name not in SIGMA_DOT:
+        raise ValueError(f"no derivative known for nonlinearity {name!r}; expected one of "
+                         f"{sorted(SIGMA_DOT)}")
+    return SIGMA_DOT[name](h)
 
 
-def jacobian(rnn: RNN, h_t: torch.Tensor) -> torch.Tensor:
-    """J^<t> = dh^<t>/dh^<t-1> = diag(S_h'(z^<t>)) W_hh, equation (7.11), for states (B, m).
+def jacobian(rnn: RNN, h_next: torch.Tensor) -> torch.Tensor:
+    """dh^<t+1>/dh^<t> = W_hh^T diag(sigma_dot(W_hh h^<t> + W_hx x^<t+1> + b_h)), (7.11),
+    from the states h^<t+1> (B, m) that the step produced.
 
+    The layout is the one of (7.6), where the Jacobian multiplies the adjoint zeta^<t+1>:
+    entry (i, j) is dh_j^<t+1>/dh_i^<t> (the transpose of torch.autograd's Jacobian).
     Returns (B, m, m), one Jacobian per sequence of the batch.
     """
-    return _activation_derivative(rnn, h_t).unsqueeze(-1) * rnn.cell.W_hh  # (B, m, m)
+    return rnn.cell.W_hh.T * sigma_dot(rnn, h_next).unsqueeze(-2)  # (B, m, m)
+
+
+def neuron_derivative(rnn: RNN, h_prev: torch.Tensor, x_t: torch.Tensor, j: int):
+    """dh_j^<tau>/dW_hh = sigma_dot([W_hh h^<tau-1> + W_hx x^<tau> + b_h]_j) e_j h^<tau-1>^T,
+    the m x m matrix of (7.9), with h^<tau-1> (..., m) held fixed and x^<tau> (..., p).
+
+    Returns (..., m, m): zero except row j.
+    """
+    m = rnn.hidden_size
+    if not isinstance(j, int) or not 0 <= j < m:
+        raise ValueError(f"j must be a neuron index in 0..{m - 1}, got {j!r}")
+    cell = rnn.cell
+    z = h_prev @ cell.W_hh.T + x_t @ cell.W_hx.T + cell.b_h  # (..., m)
+    dh_j = torch.zeros(*z.shape, m, dtype=z.dtype, device=z.device)  # (..., m, m)
+    dh_j[..., j, :] = sigma_dot(rnn, cell.S_h(z))[..., j, None] * h_prev  # row j
+    return dh_j
 
 
 def forward_states(rnn: RNN, x: torch.Tensor, h0: torch.Tensor | None = None):
@@ -105,37 +137,77 @@ def forward_states(rnn: RNN, x: torch.Tensor, h0: torch.Tensor | None = None):
     return h, rnn.output(h[:, 1:])
 
 
+def output_error(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """dC_t/d(logits^<t>) = (y_hat^<t> - y^<t>) / B for every step, with C_t the batch mean of
+    the cross-entropy (7.5) at step t and y^<t> one-hot: (B, T, q)."""
+    q = logits.shape[-1]
+    return (torch.softmax(logits, dim=-1) - F.one_hot(targets, q).to(logits.dtype)) / len(logits)
+
+
+def adjoints(rnn: RNN, h: torch.Tensor, dC: torch.Tensor, truncate: int | None = None):
+    """The backward recursion (7.6), zeta^<t> = dC^<t> + (dh^<t+1>/dh^<t>) zeta^<t+1> from
+    t = T down to 1, where dC^<t> (B, ..., T, m) is what the loss adds at step t directly.
+
+    h (B, T+1, m) are the states of the forward pass; any dimensions of dC between the batch
+    and time run separate recursions through the same states (one per loss term, say).
+    With `truncate=k`, the term that would cross from step t = ck + 1 to t - 1 is dropped.
+    Returns zeta (B, ..., T, m) and the adjoint of h^<0>, (dh^<1>/dh^<0>) zeta^<1>.
+    """
+    T = h.shape[1] - 1
+    zeta = torch.zeros_like(dC)
+    carried = torch.zeros_like(dC[..., 0, :])  # (dh^<t+1>/dh^<t>) zeta^<t+1>, none after T
+    for t in range(T, 0, -1):  # t is the chapter's time index, zeta[..., t-1, :] is zeta^<t>
+        zeta[..., t - 1, :] = dC[..., t - 1, :] + carried
+        if truncate is not None and (t - 1) % truncate == 0 and t > 1:
+            carried = torch.zeros_like(carried)
+        else:
+            carried = torch.einsum("bij,b...j->b...i", jacobian(rnn, h[:, t]),
+                                   zeta[..., t - 1, :])
+    return zeta, carried
+
+
+def state_terms(rnn: RNN, h: torch.Tensor, zeta: torch.Tensor) -> torch.Tensor:
+    """The term of each state tau in (7.10), sum_j (dh_j^<tau>/dW_hh) zeta_j^<tau>, with
+    (7.9): (sigma_dot(z^<tau>) * zeta^<tau>) h^<tau-1>^T, summed over the batch.
+
+    h (B, T+1, m) the states, zeta (B, ..., T, m) adjoints. Returns (..., T, m, m).
+    """
+    s = sigma_dot(rnn, h[:, 1:])  # (B, T, m)
+    local = zeta * s.view(len(s), *[1] * (zeta.dim() - 3), *s.shape[1:])  # (B, ..., T, m)
+    return torch.einsum("b...tm,btn->...tmn", local, h[:, :-1])
+
+
 @torch.no_grad()
 def bptt(rnn: RNN, x: torch.Tensor, targets: torch.Tensor, h0: torch.Tensor | None = None, *,
-         last_only: bool = False, truncate: int | None = None) -> BPTTResult:
+         last_only: bool = False, truncate: int | None = None,
+         lumped: bool = False) -> BPTTResult:
     """Loss, gradients of every parameter and adjoints by the explicit recursion (7.6)-(7.11).
 
-    With `truncate=k`, truncated BPTT: the sequence is cut into chunks of k steps, the
-    state is carried from chunk to chunk as a constant, and the term J^T zeta that would
-    cross a chunk boundary is dropped.
+    By default the exact gradient: each step's own loss term (1/T) Cdot_t(h^<t>) enters the
+    recursion at its step t. With `lumped=True`, the chapter's (7.6) literally: all of
+    (1/T) sum_tau Cdot_tau(h^<tau>) enters at t = T, which is exact only when the last step
+    alone carries loss (`last_only`). With `truncate=k`, truncated BPTT: the sequence is cut
+    into chunks of k steps, the state is carried from chunk to chunk as a constant, and the
+    term of (7.6) that would cross a chunk boundary is dropped.
     """
     if truncate is not None and (not isinstance(truncate, int) or truncate < 1):
         raise ValueError(f"truncate must be a positive int or None, got {truncate!r}")
     h, logits = forward_states(rnn, x, h0)
-    B, T, q = logits.shape
+    T = logits.shape[1]
     loss = sequence_loss(logits, targets, last_only)
     # dC/d(logits^<t>) of C = (1/B) sum_b (1/T) sum_t C_t: (y_hat - e_y) / (B T)
-    delta = (torch.softmax(logits, dim=-1) - F.one_hot(targets, q).to(logits.dtype)) / B
+    delta = output_error(logits, targets)  # (B, T, q)
     if last_only:
         delta[:, :-1] = 0  # only the last step is in the loss, C = C_T
     else:
         delta = delta / T
-    zeta = torch.zeros_like(h[:, 1:])  # (B, T, m)
-    W = rnn.cell.W_hh
-    carried = torch.zeros_like(h[:, 0])  # J^<t+1>^T zeta^<t+1>, nothing after T
-    for t in range(T, 0, -1):  # t is the chapter's time index, zeta[:, t-1] is zeta^<t>
-        zeta[:, t - 1] = delta[:, t - 1] @ rnn.W_yh + carried
-        local = zeta[:, t - 1] * _activation_derivative(rnn, h[:, t])  # dC/dz^<t>
-        cut = truncate is not None and (t - 1) % truncate == 0 and t > 1
-        carried = torch.zeros_like(local) if cut else local @ W  # J^<t>^T zeta^<t>
-    local = zeta * _activation_derivative(rnn, h[:, 1:])  # (B, T, m)
+    dC = delta @ rnn.W_yh  # (B, T, m): (1/T) Cdot_t(h^<t>), over the batch
+    if lumped:  # (7.6) as printed: every Cdot_tau added at t = T
+        dC = torch.cat([torch.zeros_like(dC[:, :-1]), dC.sum(1, keepdim=True)], dim=1)
+    zeta, carried = adjoints(rnn, h, dC, truncate)
+    local = zeta * sigma_dot(rnn, h[:, 1:])  # (B, T, m): dC/dz^<t>
     grads = {
-        "cell.W_hh": torch.einsum("btm,btn->mn", local, h[:, :-1]),  # (7.9)-(7.10)
+        "cell.W_hh": state_terms(rnn, h, zeta).sum(0),  # (7.9)-(7.10)
         "cell.W_hx": torch.einsum("btm,btp->mp", local, x),
         "cell.b_h": local.sum((0, 1)),
         "W_yh": torch.einsum("btq,btm->qm", delta, h[:, 1:]),
@@ -143,6 +215,64 @@ def bptt(rnn: RNN, x: torch.Tensor, targets: torch.Tensor, h0: torch.Tensor | No
         "h0": carried.unsqueeze(0),  # dC/dh^<0>, shaped like h0
     }
     return BPTTResult(loss=loss, grads=grads, zeta=zeta, h=h)
+
+
+@torch.no_grad()
+def per_term_adjoints(rnn: RNN, x: torch.Tensor, targets: torch.Tensor,
+                      h0: torch.Tensor | None = None):
+    """The adjoints of the single loss terms, zeta_(t)^<tau> = dC_t/dh^<tau> for tau <= t
+    (zero for tau > t), with C_t the batch mean of the cross-entropy (7.5) at step t.
+
+    Returns (zeta_terms, h): zeta_terms (B, T, T, m), entry [:, t-1, tau-1], and the states
+    h (B, T+1, m). Since C = (1/T) sum_t C_t, (1/T) zeta_terms.sum(1) is the adjoint zeta of
+    (7.6). One recursion per term: O(T^2) work, against O(T) for `bptt`.
+    """
+    h, logits = forward_states(rnn, x, h0)
+    B, T, _ = logits.shape
+    dC = output_error(logits, targets) @ rnn.W_yh  # (B, T, m): Cdot_t(h^<t>) over B
+    steps = torch.arange(T)
+    dC_terms = dC.new_zeros(B, T, T, rnn.hidden_size)  # term t adds only at its own step
+    dC_terms[:, steps, steps] = dC
+    return adjoints(rnn, h, dC_terms)[0], h
+
+
+def near_effects(rnn: RNN, x: torch.Tensor, targets: torch.Tensor, T0: int,
+                 h0: torch.Tensor | None = None, *, last_only: bool = False) -> torch.Tensor:
+    """g_W_hh of (7.13): the double sum (7.10) over t and tau from T_0 on only, which is
+    the exact gradient with zeta^<t> set to 0 for t < T_0.
+
+    Exchanging the sums, (1/T) sum_{t>=T_0} sum_{T_0<=tau<=t} is the sum over tau >= T_0 of
+    the terms of the full adjoints, so one backward pass is enough.
+    """
+    T = x.shape[1]
+    if not isinstance(T0, int) or not 1 <= T0 <= T:
+        raise ValueError(f"T0 must be an int in 1..T = {T}, got {T0!r}")
+    result = bptt(rnn, x, targets, h0, last_only=last_only)
+    return state_terms(rnn, result.h, result.zeta)[T0 - 1:].sum(0)
+
+
+def rnn_with_spectral_radius(radius: float, input_size: int, hidden_size: int,
+                             output_size: int, *, nonlinearity: str = "tanh",
+                             generator: torch.Generator | None = None) -> RNN:
+    """A float64 RNN (7.2) with zero biases whose W_hh has the spectral radius `radius`.
+
+    W_hh, W_hx and W_yh are standard normal draws from `generator` (in that order), W_hx
+    and W_yh scaled by 1/sqrt(fan-in) and W_hh rescaled so that its largest eigenvalue
+    modulus is `radius`; the same generator state gives the same directions for every radius.
+    """
+    if not isinstance(radius, (int, float)) or not radius > 0:
+        raise ValueError(f"radius must be a positive number, got {radius!r}")
+    m, p, q = hidden_size, input_size, output_size
+    rnn = RNN(p, m, q, nonlinearity=nonlinearity).double()
+    W_hh = torch.randn(m, m, generator=generator, dtype=torch.float64)
+    W_hh *= radius / torch.linalg.eigvals(W_hh).abs().max()  # spectral radius = radius
+    with torch.no_grad():
+        rnn.cell.W_hh.copy_(W_hh)
+        rnn.cell.W_hx.copy_(torch.randn(m, p, generator=generator, dtype=torch.float64) / p**0.5)
+        rnn.cell.b_h.zero_()
+        rnn.W_yh.copy_(torch.randn(q, m, generator=generator, dtype=torch.float64) / m**0.5)
+        rnn.b_y.zero_()
+    return rnn
 
 
 def autograd_reference(rnn: RNN, x: torch.Tensor, targets: torch.Tensor,

@@ -20,7 +20,11 @@ import math
 import torch
 from torch import nn
 
-ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu}
+ACTIVATIONS = {
+    "tanh": torch.tanh,
+    "relu": torch.relu,
+    "identity": torch.positive,  # returns its input: the linear RNN of (7.12)
+}
 
 
 def check_sequence(x: torch.Tensor, input_size: int, name: str = "x") -> None:

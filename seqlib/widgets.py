@@ -8,8 +8,8 @@ story. ipywidgets is imported inside the explorers, so `import seqlib` stays lig
 import matplotlib.pyplot as plt
 import torch
 
-from seqlib.bptt import bptt
-from seqlib.rnn import ACTIVATIONS, RNN
+from seqlib.bptt import bptt, rnn_with_spectral_radius
+from seqlib.rnn import ACTIVATIONS
 
 
 def adjoint_norms(radius: float, *, T: int = 50, input_scale: float = 1e-12,
@@ -18,16 +18,15 @@ def adjoint_norms(radius: float, *, T: int = 50, input_scale: float = 1e-12,
     """Relative adjoint norms ||zeta^<t>|| / ||zeta^<T>|| of an RNN whose W_hh has the
     spectral radius `radius`, with the loss at the last step only, as in (7.12).
 
-    The weights are drawn from a generator seeded with `seed` (the same directions for
-    every radius; the biases are zero) and W_hh is rescaled so that its largest eigenvalue
-    modulus is `radius`. The inputs are standard normal times `input_scale`: tiny inputs
-    keep tanh in its linear part, S_h' ~ 1, where the adjoints follow the products of
-    Jacobians (7.11) alone. Computed in float64 by the explicit recursion seqlib.bptt.bptt.
+    The RNN is seqlib.bptt.rnn_with_spectral_radius, drawn from a generator seeded with
+    `seed` (the same directions for every radius; the biases are zero). The inputs are
+    standard normal times `input_scale`: tiny inputs keep tanh in its linear part,
+    sigma_dot ~ 1, where the adjoints follow the products of Jacobians (7.11) alone
+    (`nonlinearity="identity"` is that linear RNN exactly). Computed in float64 by the
+    explicit recursion seqlib.bptt.bptt.
 
     Returns a float64 tensor of length T whose entry k is the ratio for T - t = k.
     """
-    if not isinstance(radius, (int, float)) or not radius > 0:
-        raise ValueError(f"radius must be a positive number, got {radius!r}")
     if not isinstance(T, int) or T < 1:
         raise ValueError(f"T must be a positive int, got {T!r}")
     if not isinstance(input_scale, (int, float)) or input_scale < 0:
@@ -35,18 +34,10 @@ def adjoint_norms(radius: float, *, T: int = 50, input_scale: float = 1e-12,
     if nonlinearity not in ACTIVATIONS:
         raise ValueError(f"nonlinearity must be one of {sorted(ACTIVATIONS)}, got {nonlinearity!r}")
     gen = torch.Generator().manual_seed(seed)
-    m, p, q = hidden_size, input_size, output_size
-    rnn = RNN(p, m, q, nonlinearity=nonlinearity).double()
-    W_hh = torch.randn(m, m, generator=gen, dtype=torch.float64)
-    W_hh *= radius / torch.linalg.eigvals(W_hh).abs().max()  # spectral radius = radius
-    with torch.no_grad():
-        rnn.cell.W_hh.copy_(W_hh)
-        rnn.cell.W_hx.copy_(torch.randn(m, p, generator=gen, dtype=torch.float64) / p**0.5)
-        rnn.cell.b_h.zero_()
-        rnn.W_yh.copy_(torch.randn(q, m, generator=gen, dtype=torch.float64) / m**0.5)
-        rnn.b_y.zero_()
-    x = input_scale * torch.randn(batch_size, T, p, generator=gen, dtype=torch.float64)
-    targets = torch.randint(0, q, (batch_size, T), generator=gen)
+    rnn = rnn_with_spectral_radius(radius, input_size, hidden_size, output_size,
+                                   nonlinearity=nonlinearity, generator=gen)
+    x = input_scale * torch.randn(batch_size, T, input_size, generator=gen, dtype=torch.float64)
+    targets = torch.randint(0, output_size, (batch_size, T), generator=gen)
     zeta = bptt(rnn, x, targets, last_only=True).zeta  # (B, T, m)
     norms = zeta.norm(dim=(0, 2))  # (T,): ||zeta^<t>|| over the whole batch, t = 1..T
     return (norms / norms[-1]).flip(0)  # entry k is T - t = k

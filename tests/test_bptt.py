@@ -1,4 +1,4 @@
-"""Backpropagation through time written out (7.6)-(7.11) agrees with autograd."""
+"""Backpropagation through time written out, (7.4)-(7.13), agrees with autograd."""
 
 import pytest
 import torch
@@ -21,7 +21,7 @@ def problem(B=3, T=7, p=4, m=5, q=3, nonlinearity="tanh", seed=0):
 
 @pytest.mark.parametrize("kwargs", [{}, {"last_only": True}, {"truncate": 1}, {"truncate": 3},
                                     {"truncate": 2, "last_only": True}])
-@pytest.mark.parametrize("nonlinearity", ["tanh", "relu"])
+@pytest.mark.parametrize("nonlinearity", ["tanh", "relu", "identity"])
 def test_every_gradient_agrees_with_autograd(kwargs, nonlinearity):
     model, x, y, h0 = problem(nonlinearity=nonlinearity)
     ours = bptt.bptt(model, x, y, h0, **kwargs)
@@ -66,12 +66,100 @@ def test_adjoint_recursion_is_the_total_derivative():
         assert (grad - result.zeta[:, t - 1]).abs().max() < 1e-10
 
 
-def test_jacobian_matches_autograd():
+def test_jacobian_is_the_transpose_of_autograds():
+    """(7.11) in the layout of (7.6): entry (i, j) is dh_j^<t+1>/dh_i^<t>, with x^<t+1>."""
+    model, x, _, h0 = problem()
+    h_t = h0[0]
+    h_next = model.cell(x[:, 0], h_t)  # x[:, 0] plays x^<t+1>
+    ours = bptt.jacobian(model, h_next)
+    for b in range(x.shape[0]):
+        expected = torch.autograd.functional.jacobian(lambda h, b=b: model.cell(x[b, 0], h),
+                                                      h_t[b])
+        torch.testing.assert_close(ours[b], expected.T)
+
+
+def test_lumped_recursion_is_exact_for_a_loss_at_the_last_step_only():
+    model, x, y, h0 = problem()
+    exact = bptt.bptt(model, x, y, h0, last_only=True)
+    lumped = bptt.bptt(model, x, y, h0, last_only=True, lumped=True)
+    assert torch.equal(exact.zeta, lumped.zeta)
+    assert all(torch.equal(exact.grads[name], lumped.grads[name]) for name in exact.grads)
+    full = bptt.bptt(model, x, y, h0)  # a loss at every step: the lumped form is off
+    off = bptt.bptt(model, x, y, h0, lumped=True)
+    error = (off.grads["cell.W_hh"] - full.grads["cell.W_hh"]).norm() / full.grads[
+        "cell.W_hh"].norm()
+    assert error > 0.1
+    torch.testing.assert_close(off.grads["W_yh"], full.grads["W_yh"])  # not through zeta
+
+
+@pytest.mark.parametrize("nonlinearity", ["tanh", "relu", "identity"])
+def test_double_sum_over_single_losses_is_the_gradient(nonlinearity):
+    """(7.10) with the adjoints of the single losses C_t; exchanging the sums gives bptt."""
+    model, x, y, h0 = problem(nonlinearity=nonlinearity)
+    T = x.shape[1]
+    zeta_terms, h = bptt.per_term_adjoints(model, x, y, h0)
+    assert zeta_terms.shape == (3, T, T, 5)
+    later = torch.ones(T, T, dtype=torch.bool).triu(1)  # tau > t: C_t does not see h^<tau>
+    assert torch.all(zeta_terms[:, later] == 0)
+    result = bptt.bptt(model, x, y, h0)
+    torch.testing.assert_close(zeta_terms.sum(1) / T, result.zeta, rtol=0, atol=1e-14)
+    double_sum = bptt.state_terms(model, h, zeta_terms).sum((0, 1)) / T  # over t, tau
+    reference = bptt.autograd_reference(model, x, y, h0)["cell.W_hh"]
+    torch.testing.assert_close(double_sum, reference, rtol=0, atol=1e-13)
+
+
+def test_neuron_derivative_is_autograds_jacobian_of_one_neuron():
+    """(7.9): dh_j^<tau>/dW_hh with h^<tau-1> held fixed."""
     model, x, _, h0 = problem(B=1)
-    h_prev = h0[0]
-    h_t = model.cell(x[:, 0], h_prev)
-    expected = torch.autograd.functional.jacobian(lambda h: model.cell(x[:, 0], h)[0], h_prev[0])
-    torch.testing.assert_close(bptt.jacobian(model, h_t)[0], expected)
+    h_prev, x_t = h0[0, 0], x[0, 3]
+    cell = model.cell
+    jac = torch.autograd.functional.jacobian(
+        lambda W: torch.tanh(W @ h_prev + cell.W_hx @ x_t + cell.b_h), cell.W_hh.detach())
+    for j in range(model.hidden_size):
+        torch.testing.assert_close(bptt.neuron_derivative(model, h_prev, x_t, j), jac[j])
+    with pytest.raises(ValueError, match="j must be a neuron index"):
+        bptt.neuron_derivative(model, h_prev, x_t, 5)
+
+
+@pytest.mark.parametrize("kwargs", [{"lumped": True}, {"last_only": True}])
+def test_linear_adjoints_are_powers_of_W_hh_transposed(kwargs):
+    """(7.12) is exact for the identity activation with zero input and bias."""
+    model, x, y, h0 = problem(nonlinearity="identity", T=9)
+    with torch.no_grad():
+        model.cell.b_h.zero_()
+    zeta = bptt.bptt(model, torch.zeros_like(x), y, h0, **kwargs).zeta
+    W = model.cell.W_hh.detach()
+    for t in range(1, 10):
+        expected = zeta[:, -1] @ torch.linalg.matrix_power(W.T, 9 - t).T
+        torch.testing.assert_close(zeta[:, t - 1], expected, rtol=1e-12, atol=1e-15)
+
+
+def test_near_effects():
+    model, x, y, h0 = problem(T=8)
+    full = bptt.bptt(model, x, y, h0)
+    torch.testing.assert_close(bptt.near_effects(model, x, y, 1, h0), full.grads["cell.W_hh"])
+    terms = bptt.state_terms(model, full.h, full.zeta)  # (T, m, m)
+    torch.testing.assert_close(bptt.near_effects(model, x, y, 6, h0), terms[5:].sum(0))
+    for T0 in (0, 9, 2.0):
+        with pytest.raises(ValueError, match="T0 must be"):
+            bptt.near_effects(model, x, y, T0, h0)
+
+
+def test_rnn_with_spectral_radius():
+    gen = torch.Generator().manual_seed(0)
+    model = bptt.rnn_with_spectral_radius(0.7, 3, 6, 2, generator=gen)
+    radius = torch.linalg.eigvals(model.cell.W_hh.detach()).abs().max()
+    assert abs(radius.item() - 0.7) < 1e-12 and model.cell.W_hh.dtype == torch.float64
+    assert torch.all(model.cell.b_h == 0) and torch.all(model.b_y == 0)
+    with pytest.raises(ValueError, match="radius must be a positive number"):
+        bptt.rnn_with_spectral_radius(0.0, 3, 6, 2)
+
+
+def test_sigma_dot_needs_a_known_activation():
+    model, *_ = problem()
+    model.cell.nonlinearity = "softsign"
+    with pytest.raises(ValueError, match="no derivative known"):
+        bptt.sigma_dot(model, torch.zeros(2))
 
 
 def test_gradcheck_of_the_loss():

@@ -31,6 +31,14 @@ def test_linear_regime_is_geometric():
     assert adjoint_norms(1.5, T=T, input_scale=1e-12)[-1] > 1e5
 
 
+def test_tiny_inputs_make_tanh_the_linear_rnn():
+    """With inputs of size 1e-12, tanh's sigma_dot is 1 to round-off: the adjoints are those
+    of the identity activation, the linear RNN of (7.12)."""
+    linear = adjoint_norms(1.2, T=30, nonlinearity="identity")
+    torch.testing.assert_close(adjoint_norms(1.2, T=30, nonlinearity="tanh"), linear,
+                               rtol=1e-9, atol=0)
+
+
 def test_tanh_saturation_makes_even_large_radius_vanish():
     """Unit inputs: S_h' <= 1 shrinks every step, radius 1.5 no longer explodes."""
     ratios = adjoint_norms(1.5, T=50, input_scale=1.0)
@@ -62,6 +70,7 @@ def test_explorer_redraws_on_slider_changes():
     assert isinstance(w, ipywidgets.VBox)
     controls = {c.description: c for c in w.children if hasattr(c, "description")}
     assert {"radius", "T", "input scale", "S_h"} <= set(controls)
+    assert "identity" in controls["S_h"].options
     output = w.children[-1]
     assert isinstance(output, ipywidgets.Output) and len(output.outputs) == 1  # first figure
     controls["radius"].value = 0.5  # observers redraw at once
