@@ -1,13 +1,24 @@
 """The basic recurrent neural network of Section 7.2 (Elman, 1990).
 
-The unit, equation (7.2), maps the previous state and the current input to a new state,
-and the output layer maps the state to an output:
+Tensors are (batch, time, features) everywhere. The state is one map f applied again and
+again, h^<t> = f(h^<t-1>, x^<t>) from h^<0> = 0, so h^<t> is f nested t times, (7.1). The
+unit, equation (7.2), is that map with an affine part and an activation, followed by the
+output layer:
 
-    h^<t> = S_h(W_hh h^<t-1> + W_hx x^<t> + b_h)          hidden state, m units
+    h^<t> = S_h(W_hh h^<t-1> + W_hx x^<t> + b_h)          state, m neurons
     y_hat^<t> = S_y(W_yh h^<t> + b_y)                      output, q values
 
-With output feedback, equation (7.3), the previous output enters the recurrence too:
-h^<t> = S_h(W_hh h^<t-1> + W_hx x^<t> + W_hy y_hat^<t-1> + b_h), with y_hat^<0> = 0.
+With output feedback, equation (7.3), the previous output joins the input before W_hx:
+
+    h^<t> = S_h(W_hh h^<t-1> + W_hx (x^<t> + T(y_hat^<t-1>)) + b_h),
+
+where T maps the q-vector y_hat to p dimensions: the identity when p = q (one-hot words in,
+probabilities over the same lexicon out), otherwise a map the caller gives (a decoder's T
+takes the argmax token and looks up its input embedding). The recursion starts from
+y_hat^<0> = 0, so with a linear T (T(0) = 0) the first step is (7.2)'s. A common
+alternative, `feedback="matrix"`, gives the fed-back output a matrix of its own:
+S_h(W_hh h^<t-1> + W_hx x^<t> + W_hy y_hat^<t-1> + b_h), W_hy of size m x q; with
+W_hy = W_hx A it is (7.3) with the linear T(y) = A y.
 
 S_y is the softmax. `forward` returns the logits W_yh h^<t> + b_y, and the softmax lives
 inside torch.nn.functional.cross_entropy, as in torch.nn; what is fed back in (7.3) is the
@@ -250,31 +261,60 @@ class Recurrent(nn.Module):
 
 
 class RNN(Recurrent):
-    """Basic RNN over a (batch, time, features) sequence, equations (7.1)-(7.3), stacked
-    (7.15) and bidirectional (7.14) when asked.
+    """Basic RNN over a (batch, time, features) sequence: the recursion (7.1) of the unit
+    (7.2), with output feedback (7.3), stacked (7.15) and bidirectional (7.14) when asked.
 
     With `output_size` set, the output layer (W_yh, b_y) is applied at every step and
     `forward` returns the outputs y_hat (B, T, q); without it, the hidden states
     (B, T, D m), as torch.nn.RNN does. Either way the last states come second, shaped
     (num_layers * D, B, m) like torch.nn.RNN's h_n. `RNN(8, 20, 8)` has the chapter's 748
     parameters.
+
+    `output_feedback=True` is (7.3): x^<t> + T(y_hat^<t-1>) enters through W_hx, where T
+    is `feedback_map`, a callable or nn.Module mapping (B, q) to (B, p); it defaults to the
+    identity when p == q (the parameters stay those of (7.2)) and is required otherwise.
+    `feedback="matrix"` instead feeds y_hat^<t-1> through a matrix of its own, W_hy (m x q).
     """
 
     torch_name = "RNN"
+    feedback_forms = ("input", "matrix")
 
     def __init__(self, input_size: int, hidden_size: int, output_size: int | None = None, *,
                  num_layers: int = 1, bidirectional: bool = False,
-                 output_feedback: bool = False, nonlinearity: str = "tanh", fast: bool = True):
+                 output_feedback: bool = False, feedback: str = "input", feedback_map=None,
+                 nonlinearity: str = "tanh", fast: bool = True):
         super().__init__(input_size, hidden_size, num_layers, bidirectional, fast,
                          output_size=output_size, nonlinearity=nonlinearity)
+        if feedback not in self.feedback_forms:
+            raise ValueError(f"feedback must be one of {self.feedback_forms}, got {feedback!r}")
+        if not output_feedback and (feedback != "input" or feedback_map is not None):
+            raise ValueError("feedback and feedback_map describe output feedback (7.3): "
+                             "set output_feedback=True")
         if output_feedback and output_size is None:
             raise ValueError("output_feedback=True (7.3) needs an output layer: set output_size")
         if output_feedback and (num_layers > 1 or bidirectional):
             raise ValueError("output_feedback=True (7.3) is defined for one unidirectional layer")
-        self.output_feedback = output_feedback
-        if output_feedback:
+        self.output_feedback, self.feedback = bool(output_feedback), feedback
+        if not output_feedback:
+            return
+        if feedback == "matrix":
+            if feedback_map is not None:
+                raise ValueError("feedback_map (the T of (7.3)) is used with feedback='input' "
+                                 "only; feedback='matrix' feeds y_hat through W_hy")
             bound = 1 / math.sqrt(hidden_size)
             self.W_hy = nn.Parameter(torch.empty(hidden_size, output_size).uniform_(-bound, bound))
+            return
+        if feedback_map is None:
+            if input_size != output_size:
+                raise ValueError(
+                    f"output_feedback=True feeds x + T(y_hat) through W_hx (7.3), so T must map "
+                    f"the q={output_size} outputs to the p={input_size} inputs: pass "
+                    f"feedback_map (the identity is the default only when p == q)")
+            feedback_map = nn.Identity()
+        if not callable(feedback_map):
+            raise TypeError(f"feedback_map must be a callable or nn.Module mapping (B, q) to "
+                            f"(B, p), got {type(feedback_map).__name__}")
+        self.feedback_map = feedback_map  # the chapter's T; an nn.Module is registered
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None,
                 y_prev: torch.Tensor | None = None):
@@ -283,9 +323,9 @@ class RNN(Recurrent):
         Returns (outputs, h_n): outputs (B, T, q) logits, or (B, T, D m) states when there
         is no output layer, and h_n (L D, B, m) the states after the last step.
 
-        With output feedback, `y_prev` (B, T, q) is teacher forcing: y_prev[:, t] is fed
-        back in place of the model's own y_hat^<t-1> (typically the one-hot true output
-        of the step before, zeros at t = 0).
+        With output feedback, `y_prev` (B, T, q) is teacher forcing: y_prev[:, t-1] is fed
+        back at step t in place of the model's own y_hat^<t-1> (typically the one-hot true
+        output of the step before, zeros at t = 1), through T as y_hat would be.
         """
         if y_prev is not None and not self.output_feedback:
             raise ValueError("y_prev (teacher forcing) needs output_feedback=True (7.3)")
@@ -293,6 +333,19 @@ class RNN(Recurrent):
             return self._feedback(x, h0, y_prev)
         H, (h_n,) = self.recur(x, None if h0 is None else (h0,))
         return self.outputs(H), h_n
+
+    def feedback_step(self, x: torch.Tensor, h: torch.Tensor, y: torch.Tensor):
+        """One step with output feedback: x (B, p), h (B, m) and the fed-back output
+        y (B, q); returns h^<t> (B, m)."""
+        cell = self.cell
+        if self.feedback == "matrix":  # the alternative: W_hy y_hat^<t-1>
+            return cell.S_h(h @ cell.W_hh.T + x @ cell.W_hx.T + y @ self.W_hy.T + cell.b_h)
+        fed = self.feedback_map(y)  # T(y_hat^<t-1>), (B, q) -> (B, p)
+        if not isinstance(fed, torch.Tensor) or fed.shape != x.shape:
+            got = tuple(fed.shape) if isinstance(fed, torch.Tensor) else type(fed).__name__
+            raise ValueError(f"feedback_map (T of (7.3)) returned {got}, expected a tensor "
+                             f"of shape {tuple(x.shape)} (batch, p)")
+        return cell(x + fed, h)  # (7.3): x^<t> + T(y_hat^<t-1>) goes through W_hx
 
     def _feedback(self, x, h0, y_prev):
         """The recurrence with output feedback (7.3), one step at a time."""
@@ -304,15 +357,11 @@ class RNN(Recurrent):
         if h0 is None:
             h0 = x.new_zeros(1, B, self.hidden_size)
         check_state(h0, (1, B, self.hidden_size))
-        cell, h = self.cell, h0[0]
-        y_hat = x.new_zeros(B, self.output_size)  # y_hat^<0> = 0
-        fed = y_prev.unbind(1) if y_prev is not None else None
-        outputs = []
-        for t, u in enumerate(cell.input_projection(x).unbind(1)):
-            y_in = fed[t] if fed is not None else y_hat
-            h = cell.S_h(u + h @ cell.W_hh.T + y_in @ self.W_hy.T)  # (7.3)
-            outputs.append(self.output(h))
-            y_hat = torch.softmax(outputs[-1], dim=-1)  # S_y
+        h, y_hat, outputs = h0[0], x.new_zeros(B, self.output_size), []  # y_hat^<0> = 0
+        for t, x_t in enumerate(x.unbind(1)):
+            h = self.feedback_step(x_t, h, y_prev[:, t] if y_prev is not None else y_hat)
+            outputs.append(self.output(h))  # logits W_yh h^<t> + b_y
+            y_hat = torch.softmax(outputs[-1], dim=-1)  # S_y: y_hat^<t>, fed back at t + 1
         return torch.stack(outputs, dim=1), h.unsqueeze(0)  # (B, T, q), (1, B, m)
 
     @classmethod

@@ -1,4 +1,7 @@
-"""The basic RNN (7.2)-(7.3): parameter count, equality with torch.nn.RNN, bad input."""
+"""The basic RNN (7.1)-(7.3): parameter count, equality with torch.nn.RNN, output
+feedback in the chapter's form and the matrix form, bad input."""
+
+import functools
 
 import pytest
 import torch
@@ -15,10 +18,26 @@ def test_toy_example_has_the_chapters_748_parameters():
     assert seqlib.count_parameters(RNN(8, 20, 8)) == 400 + 160 + 20 + 160 + 8 == 748
 
 
-def test_output_feedback_adds_W_hy():
-    model = RNN(8, 20, 8, output_feedback=True)
+def test_chapters_output_feedback_keeps_the_748_parameters():
+    model = RNN(8, 20, 8, output_feedback=True)  # (7.3) with T the identity (p = q)
+    assert isinstance(model.feedback_map, nn.Identity) and not hasattr(model, "W_hy")
+    assert seqlib.count_parameters(model) == 748
+
+
+def test_matrix_feedback_adds_W_hy():
+    model = RNN(8, 20, 8, output_feedback=True, feedback="matrix")
     assert model.W_hy.shape == (20, 8)
     assert seqlib.count_parameters(model) == 748 + 160
+
+
+def test_state_is_f_nested_t_times_equation_7_1():
+    model = RNN(3, 5).double()
+    x = torch.randn(2, 6, 3, dtype=torch.float64)
+    states, _ = model(x)  # (B, T, m)
+    h0 = torch.zeros(2, 5, dtype=torch.float64)
+    for t in range(1, 7):
+        h_t = functools.reduce(lambda h, x_t: model.cell(x_t, h), x.unbind(1)[:t], h0)
+        torch.testing.assert_close(states[:, t - 1], h_t)
 
 
 def torch_pair(p, m, q, dtype, nonlinearity="tanh", seed=0):
@@ -63,17 +82,78 @@ def test_cell_is_one_step_of_equation_7_2():
     torch.testing.assert_close(cell(x, h), expected)
 
 
-def test_output_feedback_follows_equation_7_3():
-    model = RNN(3, 4, 2, output_feedback=True).double()
-    x = torch.randn(2, 6, 3, dtype=torch.float64)
+def unrolled_feedback(model, x, T_map=None, W_hy=None, fed=None):
+    """(7.3) written out: h = tanh(W_hh h + W_hx (x + T(y)) + b_h), or with W_hy y."""
     c = model.cell
-    h, y_hat, outputs = torch.zeros(2, 4).double(), torch.zeros(2, 2).double(), []
-    for t in range(6):
-        h = torch.tanh(h @ c.W_hh.T + x[:, t] @ c.W_hx.T + y_hat @ model.W_hy.T + c.b_h)
+    B, q = x.shape[0], model.output_size
+    h, y, outputs = torch.zeros(B, c.hidden_size).double(), torch.zeros(B, q).double(), []
+    for t in range(x.shape[1]):  # y_hat^<0> = 0
+        if fed is not None:
+            y = fed[:, t]
+        u = x[:, t] if W_hy is not None else x[:, t] + T_map(y)
+        z = h @ c.W_hh.T + u @ c.W_hx.T + c.b_h
+        h = torch.tanh(z if W_hy is None else z + y @ W_hy.T)
         logits = h @ model.W_yh.T + model.b_y
         outputs.append(logits)
-        y_hat = torch.softmax(logits, -1)  # S_y: probabilities are fed back
-    torch.testing.assert_close(model(x)[0], torch.stack(outputs, 1))
+        y = torch.softmax(logits, -1)  # S_y: probabilities are fed back
+    return torch.stack(outputs, 1)
+
+
+def test_output_feedback_follows_equation_7_3():
+    x = torch.randn(2, 6, 3, dtype=torch.float64)
+    model = RNN(3, 4, 3, output_feedback=True).double()  # p = q: T is the identity
+    torch.testing.assert_close(model(x)[0], unrolled_feedback(model, x, lambda y: y))
+    A = nn.Linear(2, 3, bias=False).double()  # p = 3, q = 2: a linear T(y) = A y
+    model = RNN(3, 4, 2, output_feedback=True, feedback_map=A).double()
+    torch.testing.assert_close(model(x)[0], unrolled_feedback(model, x, A))
+    assert seqlib.count_parameters(model) == seqlib.count_parameters(RNN(3, 4, 2)) + 6
+    model(x)[0].sum().backward()
+    assert A.weight.grad is not None  # T is part of the model: it trains with it
+
+
+def test_matrix_feedback_follows_its_equation():
+    x = torch.randn(2, 6, 3, dtype=torch.float64)
+    model = RNN(3, 4, 2, output_feedback=True, feedback="matrix").double()
+    torch.testing.assert_close(model(x)[0], unrolled_feedback(model, x, W_hy=model.W_hy))
+
+
+def test_matrix_form_with_W_hy_equal_to_W_hx_A_is_the_chapters_form():
+    torch.manual_seed(0)
+    x = torch.randn(2, 6, 3, dtype=torch.float64)
+    A = torch.randn(3, 2, dtype=torch.float64)  # T(y) = A y, (B, q) -> (B, p)
+    chapter = RNN(3, 4, 2, output_feedback=True, feedback_map=lambda y: y @ A.T).double()
+    matrix = RNN(3, 4, 2, output_feedback=True, feedback="matrix").double()
+    state = {k: v for k, v in chapter.state_dict().items()}
+    matrix.load_state_dict({**state, "W_hy": chapter.cell.W_hx.detach() @ A})
+    y_prev = torch.randn(2, 6, 2, dtype=torch.float64)
+    torch.testing.assert_close(matrix(x)[0], chapter(x)[0])
+    torch.testing.assert_close(matrix(x, y_prev=y_prev)[0], chapter(x, y_prev=y_prev)[0])
+
+
+def test_teacher_forcing_with_identity_T_is_the_basic_rnn_on_x_plus_y_prev():
+    torch.manual_seed(0)
+    feedback = RNN(4, 5, 4, output_feedback=True).double()
+    basic = RNN(4, 5, 4).double()
+    basic.load_state_dict(feedback.state_dict())
+    x = torch.randn(3, 7, 4, dtype=torch.float64)
+    y_prev = torch.randn(3, 7, 4, dtype=torch.float64)
+    torch.testing.assert_close(feedback(x, y_prev=y_prev)[0], basic(x + y_prev)[0])
+
+
+def test_bad_feedback_arguments_get_clear_errors():
+    with pytest.raises(ValueError, match="pass feedback_map"):
+        RNN(5, 3, 2, output_feedback=True)  # p != q and no T
+    with pytest.raises(TypeError, match="feedback_map must be a callable"):
+        RNN(5, 3, 2, output_feedback=True, feedback_map=3)
+    with pytest.raises(ValueError, match="feedback must be one of"):
+        RNN(5, 3, 5, output_feedback=True, feedback="output")
+    with pytest.raises(ValueError, match="set output_feedback=True"):
+        RNN(5, 3, 5, feedback="matrix")
+    with pytest.raises(ValueError, match="used with feedback='input' only"):
+        RNN(5, 3, 5, output_feedback=True, feedback="matrix", feedback_map=nn.Identity())
+    model = RNN(5, 3, 2, output_feedback=True, feedback_map=nn.Linear(2, 4))  # 4, not p = 5
+    with pytest.raises(ValueError, match=r"feedback_map \(T of \(7.3\)\) returned \(2, 4\)"):
+        model(torch.randn(2, 3, 5))
 
 
 @settings(max_examples=25, deadline=None)
@@ -131,8 +211,10 @@ def test_same_seed_gives_bit_identical_outputs_twice():
     assert torch.equal(run(), run())
 
 
-def test_teacher_forcing_feeds_the_given_outputs_back():
-    model = RNN(3, 4, 2, output_feedback=True).double()
+@pytest.mark.parametrize("feedback", ["input", "matrix"])
+def test_teacher_forcing_feeds_the_given_outputs_back(feedback):
+    model = RNN(3, 4, 2, output_feedback=True, feedback=feedback,
+                feedback_map=nn.Linear(2, 3) if feedback == "input" else None).double()
     x = torch.randn(2, 5, 3, dtype=torch.float64)
     free, _ = model(x)
     # Feeding back the model's own softmax outputs reproduces free running exactly.

@@ -1,0 +1,107 @@
+"""Figures 7.1-7.5 drawn by seqlib.diagrams.rnn: each draws, returns a figure, and draws
+one unit per step, word or layer it is given."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.colors import to_hex  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import FancyBboxPatch  # noqa: E402
+
+from seqlib import RNN  # noqa: E402
+from seqlib.diagrams import COLOURS  # noqa: E402
+from seqlib.diagrams import rnn as diagrams  # noqa: E402
+
+LEXICON = ["deep", "engineering", "learning", "machine", "mathematical", "of", "statistics",
+           "the"]
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def boxes(fig, kind):
+    """The boxes of one kind (colour) drawn on every axes of `fig`."""
+    colour = COLOURS[kind]
+    return [p for ax in fig.axes for p in ax.patches
+            if isinstance(p, FancyBboxPatch) and to_hex(p.get_facecolor()) == colour]
+
+
+def texts(fig):
+    return " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+def test_tasks_draws_one_unit_per_word():
+    sentiment, source = "I like reading this book", "We enjoyed writing this book"
+    target, caption = "nous avons aimé écrire ce livre <end>", "Three good friends having fun"
+    fig = diagrams.tasks(sentiment, ["happy", "sad", "indifferent"], source, target, caption)
+    assert isinstance(fig, Figure) and len(fig.axes) == 4
+    words = sum(len(s.split()) for s in (sentiment, source, target, caption))
+    assert len(boxes(fig, "unit")) == 5 + words  # (a) draws 5 units and two ellipses
+    assert "happy, sad, indifferent" in texts(fig) and "écrire" in texts(fig)
+
+
+def test_paradigms_draws_the_units_inputs_and_outputs_it_is_given():
+    patterns = {"one-to-many": ([True, False, False], [True, True, True]),
+                "many-to-one": ([True, True, True, True], [False, False, False, True])}
+    fig = diagrams.paradigms(patterns)
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    assert len(boxes(fig, "unit")) == 7
+    one_to_many, many_to_one = (" ".join(t.get_text() for t in ax.texts) for ax in fig.axes)
+    assert one_to_many.count("x^") == 1 and one_to_many.count("hat{y}") == 3
+    assert many_to_one.count("x^") == 4 and many_to_one.count("hat{y}") == 1
+    with pytest.raises(ValueError, match="differ in length"):
+        diagrams.paradigms({"bad": ([True], [True, False])})
+
+
+@pytest.mark.parametrize("steps", [1, 3, 4])
+def test_recursive_and_unfolded_draws_the_unit_then_steps_units(steps):
+    fig = diagrams.recursive_and_unfolded(steps)
+    assert isinstance(fig, Figure) and len(boxes(fig, "unit")) == 1 + steps
+    with pytest.raises(ValueError, match="steps"):
+        diagrams.recursive_and_unfolded(0)
+
+
+def test_unit_reads_its_sizes_and_activation_off_the_model():
+    fig = diagrams.unit(RNN(3, 5, 2, nonlinearity="relu"))
+    labels = texts(fig)
+    for shape in (r"5 \times 5", r"5 \times 3", r"2 \times 5", "$5$", "$2$", "ReLU"):
+        assert shape in labels, shape
+    assert len(boxes(fig, "gate")) == 5  # W_hh, W_hx, b_h, W_yh, b_y
+    assert "T(" not in labels
+
+
+def test_unit_with_the_chapters_output_feedback_draws_T():
+    fig = diagrams.unit(RNN(8, 20, 8, output_feedback=True))
+    assert r"T(\cdot)" in texts(fig) and r"20 \times 8" in texts(fig)
+
+
+@pytest.mark.parametrize("model, error", [
+    (RNN(3, 5), ValueError),  # no output layer
+    (RNN(3, 5, 2, num_layers=2), ValueError),
+    (RNN(3, 5, 3, output_feedback=True, feedback="matrix"), ValueError),
+    (object(), TypeError),
+])
+def test_unit_refuses_what_it_cannot_draw(model, error):
+    with pytest.raises(error):
+        diagrams.unit(model)
+
+
+def test_lookahead_runs_the_model_and_draws_one_unit_per_step():
+    model = RNN(8, 6, 8)
+    sentence = "the mathematical engineering of deep learning".split()
+    fig = diagrams.lookahead(model, sentence, LEXICON)
+    assert isinstance(fig, Figure) and len(boxes(fig, "unit")) == len(sentence) - 1
+    colours = {t.get_color() for ax in fig.axes for t in ax.texts if "(0." in t.get_text()}
+    assert colours <= {"#2e7d32", "#c62828"} and colours  # right in green, wrong in red
+    with pytest.raises(ValueError, match="p = q = d_V = 7"):
+        diagrams.lookahead(model, sentence, LEXICON[:7])
+    with pytest.raises(ValueError, match="words of the lexicon"):
+        diagrams.lookahead(model, ["the", "statistic"], LEXICON)
+    with pytest.raises(TypeError, match="output layer"):
+        diagrams.lookahead(RNN(8, 6), sentence, LEXICON)
