@@ -104,29 +104,23 @@ def draw_recurrent(model: Recurrent, steps: int = 3, *, ax=None, title: str | No
                 if d == 1 and t > 1:  # h_r^<t> -> h_r^<t-1>
                     px = where(t - 1, layer, d)[0]
                     arrow(ax, (ux - w / 2, uy), (px + w / 2, uy), colour=colour)
-    for layer in range(1, L + 1):  # zero initial states, and the row names
+    for layer in range(1, L + 1):  # the row names, and the zero initial states
         for d in range(D):
             uy = where(1, layer, d)[1]
-            name = []
-            if many_layers:
-                name.append(f"layer {layer}")
-            if two_ways:
-                name.append(("forward", "reverse")[d])
+            colour = REVERSE if d else "black"
+            name = ([f"layer {layer}"] if many_layers else []) + (
+                [("forward", "reverse")[d]] if two_ways else [])
             if name:
-                label(ax, 0.1, uy, ", ".join(name), ha="left", fontsize=9,
-                      color=REVERSE if d else "black")
-            sub = "fr"[d] if two_ways else ""
-            if d == 0:
-                x0 = where(1, layer, 0)[0] - w / 2
-                arrow(ax, (x0 - 0.55, uy), (x0, uy), linestyle="--")
-            else:
-                x1 = where(steps, layer, 1)[0] + w / 2
-                arrow(ax, (x1 + 0.55, uy), (x1, uy), linestyle="--", colour=REVERSE)
-                label(ax, x1 + 0.62, uy + 0.32, rf"$h_{{{sub}}}^{{\langle {steps + 1} \rangle}}$"
-                      "= 0", fontsize=8, color=REVERSE)
-    first = where(1, 1, 0)
-    label(ax, first[0] - w / 2 - 0.3, first[1] - 0.42,
-          rf"$h_{{{'f' if two_ways else ''}}}^{{\langle 0 \rangle}} = 0$", fontsize=8)
+                label(ax, 0.1, uy, ", ".join(name), ha="left", fontsize=9, color=colour)
+            if d == 0:  # h^<0> enters the first unit from the left
+                end = where(1, layer, 0)[0] - w / 2
+                start, t0 = end - 0.55, "0"
+            else:  # h_r^<T+1> enters the last unit from the right
+                end = where(steps, layer, 1)[0] + w / 2
+                start, t0 = end + 0.55, str(steps + 1)
+            arrow(ax, (start, uy), (end, uy), linestyle="--", colour=colour)
+            text = state_label(t0, d if two_ways else None, layer if many_layers else None)
+            label(ax, start, uy + 0.38, text[:-1] + " = 0$", fontsize=8, color=colour)
     return fig
 
 
