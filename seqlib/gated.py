@@ -3,10 +3,16 @@
 Both are `Cell`s of seqlib.rnn, so reversing (7.14) and stacking (7.15) come from
 `Recurrent`, and each has the textbook path (one product per gate, `fast=False`) and the
 fast path (fused gates, input projection for all steps at once, the default).
+
+Sizes: the chapter calls m~ the size of each group of neurons (gates, states) and counts
+m = 6 m~ neurons in an LSTM (c, h, c_tilde, g_f, g_i, g_o) and m = 4 m~ in a GRU (h,
+h_tilde, g_r, g_u); `hidden_size` is the chapter's m~, as in torch.nn.
+
 The gate blocks are stacked in W_hx, W_hh and b_h in torch.nn's order, so that
 `from_torch` copies weights block by block: (g_i, g_f, c_tilde, g_o) for the LSTM and
-(g_r, g_u, h_tilde) for the GRU. The GRU's update gate follows the chapter, g_u near 1
-updates the state; torch.nn.GRU's z is 1 - g_u, so `from_torch` negates that block.
+(g_r, g_u, h_tilde) for the GRU; `chapter_parameters` names each block as the chapter does
+(W_fh, W_fx, b_f, ...). The GRU's update gate follows the chapter, g_u near 1 updates the
+state; torch.nn.GRU's z is 1 - g_u, so `from_torch` negates that block.
 """
 
 import torch
@@ -16,29 +22,44 @@ from seqlib.rnn import Cell, Recurrent
 
 
 class LSTMCell(Cell):
-    """The LSTM unit, equations (7.16)-(7.17), on a state (h, c) of two (B, m) tensors:
-    the gates g_f, g_i, g_o of (7.17), then the cell and hidden states of (7.16)."""
+    """The LSTM unit, equations (7.16)-(7.17), on a state (h, c) of two (B, m~) tensors:
+
+        g_f = S_Sig(W_fh h + W_fx x + b_f), and g_i, g_o alike (W_ih, ..., b_o)   (7.17)
+        c_tilde = S_Tanh(W_c~h h + W_c~x x + b_c~)                               (7.16)
+        c = g_f * c + g_i * c_tilde,   h = g_o * S_Tanh(c)                       (7.16)
+
+    The four blocks of W_hh, W_hx and b_h are, in torch.nn's order (i, f, g, o), those of
+    g_i, g_f, c_tilde and g_o (`blocks` holds their subscripts in the chapter).
+    """
 
     gates = 4
+    blocks = ("i", "f", "c~", "o")  # the chapter's W_ih, W_fh, W_c~h, W_oh, ... in order
 
     def __init__(self, input_size: int, hidden_size: int):
         super().__init__(input_size, hidden_size)
         self.reset_parameters()
 
-    def forward(self, x: torch.Tensor, state: tuple) -> tuple:
-        """One step, as the chapter writes it: one affine map per gate."""
+    def neurons(self, x: torch.Tensor, state: tuple) -> dict:
+        """One step, as the chapter writes it, one affine map per gate; returns its six
+        groups of m~ neurons: the gates of (7.17), c_tilde, and c and h of (7.16)."""
         h, c = state
         g_i = torch.sigmoid(self.block(0, x, h))  # input gate: how much news to write
         g_f = torch.sigmoid(self.block(1, x, h))  # forget gate: how much memory to keep
-        c_tilde = torch.tanh(self.block(2, x, h))  # candidate cell state
+        c_tilde = torch.tanh(self.block(2, x, h))  # internal cell state (the candidate)
         g_o = torch.sigmoid(self.block(3, x, h))  # output gate: how much memory to show
-        return self.combine(g_i, g_f, c_tilde, g_o, c)
+        h, c = self.combine(g_i, g_f, c_tilde, g_o, c)
+        return {"g_f": g_f, "g_i": g_i, "g_o": g_o, "c_tilde": c_tilde, "c": c, "h": h}
+
+    def forward(self, x: torch.Tensor, state: tuple) -> tuple:
+        """One step of (7.16)-(7.17) from x (B, p) and (h, c); returns the new (h, c)."""
+        n = self.neurons(x, state)
+        return n["h"], n["c"]
 
     step = forward
 
     @staticmethod
     def combine(g_i, g_f, c_tilde, g_o, c):
-        """(7.16): c = g_f * c + g_i * c_tilde, h = g_o * tanh(c)."""
+        """(7.16): c = g_f * c + g_i * c_tilde, h = g_o * S_Tanh(c)."""
         c = torch.addcmul(g_f * c, g_i, c_tilde)
         return g_o * torch.tanh(c), c
 
@@ -52,12 +73,13 @@ class LSTMCell(Cell):
 
 
 class GRUCell(Cell):
-    """The GRU unit, equations (7.18)-(7.19), on a state h (B, m):
+    """The GRU unit, equations (7.18)-(7.19), on a state h (B, m~):
 
-        g_r, g_u = sigmoid(W_rh h + W_rx x + b_r), sigmoid(W_uh h + W_ux x + b_u)   (7.19)
-        h_tilde = tanh(W_h~h (g_r * h) + W_h~x x + b_h~)                          (7.18)
-        h = (1 - g_u) * h + g_u * h_tilde                                         (7.18)
+        g_r, g_u = S_Sig(W_rh h + W_rx x + b_r), S_Sig(W_uh h + W_ux x + b_u)   (7.19)
+        h_tilde = S_Tanh(W_h~h (g_r * h) + W_h~x x + b_h~)                      (7.18)
+        h = (1 - g_u) * h + g_u * h_tilde                                       (7.18)
 
+    The three blocks of W_hh, W_hx and b_h are those of g_r, g_u and h_tilde (`blocks`).
     An entry of g_u near 1 updates the state, near 0 keeps it, as in the chapter.
     The chapter applies the reset gate before the matrix product; with
     `reset_after=True` it is applied after it, with a bias of its own, as PyTorch and cuDNN
@@ -67,6 +89,7 @@ class GRUCell(Cell):
     """
 
     gates = 3
+    blocks = ("r", "u", "h~")  # the chapter's W_rh, W_uh, W_h~h, ... in order
 
     def __init__(self, input_size: int, hidden_size: int, reset_after: bool = False):
         super().__init__(input_size, hidden_size)
@@ -75,8 +98,9 @@ class GRUCell(Cell):
             self.b_hn = nn.Parameter(torch.empty(hidden_size))
         self.reset_parameters()
 
-    def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-        """One step, as the chapter writes it: one affine map per gate."""
+    def neurons(self, x: torch.Tensor, h: torch.Tensor) -> dict:
+        """One step, as the chapter writes it, one affine map per gate; returns its four
+        groups of m~ neurons: the gates of (7.19), h_tilde and h of (7.18)."""
         g_r = torch.sigmoid(self.block(0, x, h))  # reset gate
         g_u = torch.sigmoid(self.block(1, x, h))  # update gate
         if self.reset_after:  # PyTorch/cuDNN form
@@ -84,8 +108,13 @@ class GRUCell(Cell):
             recurrent = h @ self.W_hh[2 * m:].T + self.b_hn
             h_tilde = torch.tanh(x @ self.W_hx[2 * m:].T + self.b_h[2 * m:] + g_r * recurrent)
         else:  # the chapter's form: reset before the product
-            h_tilde = torch.tanh(self.block(2, x, g_r * h))
-        return (1 - g_u) * h + g_u * h_tilde  # (7.18): g_u near 1 updates
+            h_tilde = torch.tanh(self.block(2, x, g_r * h))  # internal hidden state
+        h = (1 - g_u) * h + g_u * h_tilde  # (7.18): g_u near 1 updates
+        return {"g_r": g_r, "g_u": g_u, "h_tilde": h_tilde, "h": h}
+
+    def forward(self, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+        """One step of (7.18)-(7.19) from x (B, p) and h (B, m~); returns the new h."""
+        return self.neurons(x, h)["h"]
 
     def step(self, x, state):
         return (self(x, state[0]),)
@@ -129,10 +158,25 @@ class GRUCell(Cell):
             self.b_hn.copy_(b_hh[2 * m:])
 
 
+def chapter_parameters(cell: Cell) -> dict:
+    """The chapter's matrices and vectors of an LSTMCell or GRUCell, as views of its stacked
+    blocks: W_ih, W_ix, b_i, W_fh, ..., W_c~h, W_c~x, b_c~, W_oh, ... of (7.16)-(7.17), or
+    W_rh, ..., W_h~h, W_h~x, b_h~ of (7.18)-(7.19). (PyTorch's form of the GRU also has
+    `b_hn`, which is not the chapter's.)"""
+    if not isinstance(cell, LSTMCell | GRUCell):
+        raise TypeError(f"cell must be an LSTMCell or a GRUCell, got {type(cell).__name__}")
+    m, named = cell.hidden_size, {}
+    for k, s in enumerate(cell.blocks):
+        rows = slice(k * m, (k + 1) * m)  # block k: rows k m .. (k + 1) m - 1
+        named |= {f"W_{s}h": cell.W_hh[rows], f"W_{s}x": cell.W_hx[rows], f"b_{s}": cell.b_h[rows]}
+    return named
+
+
 class LSTM(Recurrent):
-    """LSTM over (B, T, p): returns output (B, T, D m) and (h, c), each (L D, B, m),
-    as torch.nn.LSTM(batch_first=True) does. With `output_size` q, the chapter's output
-    layer (W_yh, b_y) is applied at every step and the output is (B, T, q) logits."""
+    """LSTM over (B, T, p): returns output (B, T, D m~) and (h, c), each (L D, B, m~),
+    as torch.nn.LSTM(batch_first=True) does (m~ = hidden_size). With `output_size` q, the
+    output layer of (7.16), y_hat = S_y(W_yh h + b_y), is applied at every step and the
+    output is (B, T, q) logits (S_y is left to the loss)."""
 
     cell_class = LSTMCell
     state_count = 2
@@ -152,9 +196,10 @@ class LSTM(Recurrent):
 
 
 class GRU(Recurrent):
-    """GRU over (B, T, p): returns output (B, T, D m) and h (L D, B, m), as torch.nn.GRU
-    (batch_first=True) does. `reset_after=True` is PyTorch's form of the unit. With
-    `output_size` q, the output layer (W_yh, b_y) gives (B, T, q) logits."""
+    """GRU over (B, T, p): returns output (B, T, D m~) and h (L D, B, m~), as torch.nn.GRU
+    (batch_first=True) does (m~ = hidden_size). `reset_after=True` is PyTorch's form of
+    the unit. With `output_size` q, the output layer of (7.18), W_yh h + b_y, gives
+    (B, T, q) logits."""
 
     cell_class = GRUCell
     torch_name = "GRU"

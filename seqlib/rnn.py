@@ -163,12 +163,19 @@ def cell_name(layer: int, direction: int) -> str:
 
 
 class Recurrent(nn.Module):
-    """Reversing (7.14) and stacking (7.15), written once for any unit.
+    """Reversing (7.14) and stacking (7.15), written once for any unit, and combined.
 
-    Layer l > 1 reads the hidden states of layer l - 1 (for the LSTM only h goes up, not
-    c). A bidirectional layer runs a second unit over the reversed sequence and
-    concatenates the two states at every step, so its output has 2 m features. States are
-    shaped like torch.nn's: (num_layers * D, B, m), D = 2 if bidirectional else 1.
+    Reversing, (7.14): a bidirectional layer runs a forward unit, h_f^<t> from h_f^<t-1>,
+    and a reverse unit with parameters of its own over the reversed sequence, h_r^<t> from
+    h_r^<t+1>, and concatenates [h_f^<t>; h_r^<t>] at every step (2 m features). The
+    output layer applies one W_yh = [W^f_yh, W^r_yh] (q x 2 m) to the concatenation, which
+    is W^f_yh h_f^<t> + W^r_yh h_r^<t> of (7.14).
+
+    Stacking, (7.15): layer l > 1 reads h^<t>_[l-1], the states of layer l - 1 at the same
+    time t, through its W^[l]_hx (for the LSTM only h goes up, not c); the output layer
+    reads the top layer, h^<t>_[L]. With both, each layer of the stack is bidirectional and
+    the next one reads its concatenated states. Zero initial states by default; states
+    are shaped like torch.nn's: (num_layers * D, B, m), D = 2 if bidirectional else 1.
     """
 
     cell_class = RNNCell

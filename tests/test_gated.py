@@ -1,5 +1,6 @@
-"""LSTM (7.16)-(7.17), GRU (7.18)-(7.19), stacking (7.14) and reversing (7.15):
-equal to torch.nn for every layout, fast path equal to the textbook path, clear errors."""
+"""LSTM (7.16)-(7.17), GRU (7.18)-(7.19), reversing (7.14) and stacking (7.15):
+equal to torch.nn for every layout, fast path equal to the textbook path, the chapter's
+names of the blocks and its neuron counts, clear errors."""
 
 import itertools
 
@@ -8,7 +9,7 @@ import torch
 from torch import nn
 
 import seqlib
-from seqlib.gated import GRU, LSTM
+from seqlib.gated import GRU, LSTM, GRUCell, LSTMCell, chapter_parameters
 from seqlib.rnn import RNN
 
 LAYOUTS = [(1, False), (2, False), (1, True), (3, True)]
@@ -209,3 +210,51 @@ def test_output_layer_gives_the_chapters_inventory(cls, gates):
     torch.testing.assert_close(logits, states @ model.W_yh.T + model.b_y)
     with pytest.raises(ValueError, match="no output layer"):
         cls(p, m).output(states)
+
+
+@pytest.mark.parametrize("cell, groups", [
+    (LSTMCell(3, 5), ["g_f", "g_i", "g_o", "c_tilde", "c", "h"]),  # m = 6 m~
+    (GRUCell(3, 5), ["g_r", "g_u", "h_tilde", "h"]),  # m = 4 m~
+    (GRUCell(3, 5, reset_after=True), ["g_r", "g_u", "h_tilde", "h"]),
+])
+def test_neurons_of_one_step(cell, groups):
+    x = torch.randn(2, 3)
+    state = (torch.randn(2, 5), torch.randn(2, 5)) if isinstance(cell, LSTMCell) \
+        else torch.randn(2, 5)
+    neurons = cell.neurons(x, state)
+    assert list(neurons) == groups
+    assert all(v.shape == (2, 5) for v in neurons.values())
+    out = cell(x, state)
+    if isinstance(cell, LSTMCell):
+        assert torch.equal(out[0], neurons["h"]) and torch.equal(out[1], neurons["c"])
+    else:
+        assert torch.equal(out, neurons["h"])
+
+
+def test_chapter_names_of_the_lstm_blocks_match_torch():
+    """torch.nn.LSTMCell's blocks are (i, f, g, o): g is the chapter's c_tilde."""
+    torch.manual_seed(0)
+    ref = nn.LSTMCell(3, 4).double()
+    cell = LSTMCell(3, 4).double()
+    cell.load_torch(ref.weight_ih, ref.weight_hh, ref.bias_ih, ref.bias_hh)
+    W = chapter_parameters(cell)
+    assert list(W) == [f"{k}_{s}{e}" for s in ("i", "f", "c~", "o")
+                       for k, e in (("W", "h"), ("W", "x"), ("b", ""))]
+    x = torch.randn(2, 3, dtype=torch.float64)
+    h, c = torch.randn(2, 2, 4, dtype=torch.float64)
+    gate = {s: x @ W[f"W_{s}x"].T + h @ W[f"W_{s}h"].T + W[f"b_{s}"] for s in cell.blocks}
+    g_f, g_i, g_o = (torch.sigmoid(gate[s]) for s in "fio")
+    c_new = g_f * c + g_i * torch.tanh(gate["c~"])  # (7.16)
+    h_ref, c_ref = ref(x, (h, c))
+    torch.testing.assert_close(c_new, c_ref)
+    torch.testing.assert_close(g_o * torch.tanh(c_new), h_ref)
+
+
+def test_chapter_names_of_the_gru_blocks():
+    cell = GRUCell(3, 4)
+    W = chapter_parameters(cell)
+    assert set(W) == {"W_rh", "W_rx", "b_r", "W_uh", "W_ux", "b_u", "W_h~h", "W_h~x", "b_h~"}
+    assert W["W_uh"].shape == (4, 4) and W["W_h~x"].shape == (4, 3) and W["b_r"].shape == (4,)
+    assert torch.equal(W["W_h~h"], cell.W_hh[8:])  # views of the stacked blocks
+    with pytest.raises(TypeError, match="LSTMCell or a GRUCell"):
+        chapter_parameters(RNN(3, 4).cell)
