@@ -48,14 +48,14 @@ def self_attention_flow(*, learned: bool = True, non_causal: bool = True):
     names = ["1", "2", None, r"\tau", None, "t"] + (["t+1", None, "T"] if non_causal else [])
     centres, x = [], 2.0
     for name in names:
-        step = 0.7 if name is None else (2.6 if name == "t" and learned else 1.9)
+        step = 0.7 if name is None else (2.8 if name == "t" and learned else 1.9)
         centres.append(x + (step / 2 if name != "t" or not learned else 0.95))
         x += step
     width, height = x + 0.3, 7.6
     fig, ax = canvas(width, height, scale=0.62)
     y_in, y_w, y_q, y_a, y_mul, y_sum, y_out = 0.5, 1.55, 2.3, 3.05, 4.25, 5.55, 6.55
     t_x = centres[names.index("t")]
-    q_from = (t_x + 1.05, y_w + 0.21) if learned else (t_x + 0.3, y_in + 0.28)
+    q_from = (t_x + 1.15, y_w + 0.21) if learned else (t_x + 0.3, y_in + 0.28)
     q_xs = [c - 0.22 for c, n in zip(centres, names, strict=True) if n is not None]
     # the query line: W_q x^<t> (or x^<t> itself) reaches the weight of every key
     ax.plot([q_from[0], q_from[0]], [q_from[1], y_q], color="black", linewidth=1.0)
@@ -63,7 +63,7 @@ def self_attention_flow(*, learned: bool = True, non_causal: bool = True):
     if non_causal:
         ax.plot([q_from[0], q_xs[-1]], [y_q, y_q], color=NON_CAUSAL, linewidth=1.0)
     if learned:
-        _matrix(ax, t_x + 1.05, y_w, "$W_q$")
+        _matrix(ax, t_x + 1.15, y_w, "$W_q$")
     for name, c in zip(names, centres, strict=True):
         if name is None:
             for y in (y_in, y_a, y_mul):
@@ -172,7 +172,7 @@ def _draw_block(ax, block, title: str) -> None:
     its residual connection (+) and its LayerNorm, after it (post-norm, the chapter's
     (7.31)) or before it (pre-norm). A cross-attention sublayer gets the code z."""
     sublayers = block.sublayers()
-    per = 2.55
+    per = 2.8
     height, width = 1.9 + per * len(sublayers), 6.2
     _frame(ax, width, height, title)
     x, y = 2.95, 0.35
@@ -218,12 +218,12 @@ def _draw_block(ax, block, title: str) -> None:
             cross_y = y_plus - 0.05 if pre else y_first
             arrow(ax, (width - 0.25, cross_y), (x + 1.82, cross_y), "$z$",
                   text_offset=(0.0, 0.22), fontsize=10)
-        y = top + 0.2
+        y = top + 0.45
         if k < len(sublayers) - 1:
             arrow(ax, (x, top), (x, y), "" if pre else rf"$u_{{[{2 * k + 2}]}}$",
                   text_offset=(0.4, 0.0), fontsize=9)
     box(ax, x, height - 0.35, name_out, kind="output", width=2.4, height=0.5)
-    arrow(ax, (x, y - 0.2), (x, height - 0.6))
+    arrow(ax, (x, top), (x, height - 0.6))
 
 
 def transformer_blocks(encoder_block, decoder_block):
@@ -240,7 +240,7 @@ def transformer_blocks(encoder_block, decoder_block):
         raise TypeError(f"decoder_block must be a TransformerDecoderBlock, got "
                         f"{type(decoder_block).__name__}")
     rows = max(len(encoder_block.sublayers()), len(decoder_block.sublayers()))
-    fig, axes = plt.subplots(1, 2, figsize=(8.4, 0.66 * (1.9 + 2.55 * rows) + 0.9))
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 0.62 * (1.9 + 2.8 * rows) + 0.9))
     for ax, block, tag, name in [(axes[0], encoder_block, "a", "transformer block"),
                                  (axes[1], decoder_block, "b", "transformer decoder block")]:
         norm = "pre-norm" if block.norm_first else "post-norm"
