@@ -369,5 +369,5 @@ def autoregressive_decoding(source: list, steps: list):
         arrow(ax, (x - 0.45, y_z), (x - 0.45, y_box + 0.4), shrink=0)
         arrow(ax, (x + 0.35, y_box + 0.4), (x + 0.35, y_out - 0.18))
         label(ax, x + 0.35, y_out, output, fontsize=10, fontweight="bold")
-        label(ax, x, 0.25, f"$t = {k + 1}$", fontsize=9, color="0.35")
+        label(ax, x, 0.25, f"call {k + 1}", fontsize=9, color="0.35")
     return fig
