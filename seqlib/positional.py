@@ -2,21 +2,25 @@
 
 Self-attention without masking treats its inputs as a set: permuting x^<1>, ..., x^<T>
 permutes the outputs the same way, so word order is lost. Positional embeddings give each
-input its time t:
+input its time t. Positions count from t = 1, as in the chapter:
 
-- one-hot: append the unit vector e_t of R^T to x^<t> (p + T features), the simplest form;
-- learned (7.28): a trainable vector r^<t> per position, added to x^<t>;
-- sinusoidal (7.29): r^t_j = sin(t / 10000^(j / p_e)) for even j and
-  r^t_j = cos(t / 10000^((j - 1) / p_e)) for odd j, j = 0, ..., p_e - 1 (Vaswani et al.,
-  2017), either appended to x^<t> (p + p_e features) or added to it (p_e = p), (7.30).
+- one-hot: append the unit vector e_t of R^T to x^<t> (p~ = p + T features);
+- learned jointly with the input, (7.28): x~^<t> = W_1 S(W_2 x^<t> + W_3 e_t + b) in R^p~,
+  with W_1 (p~ x p~), W_2 (p~ x p), W_3 (p~ x T), b in R^p~ and S = ReLU
+  (`JointPositionalEmbedding`);
+- sinusoidal, (7.29): r^<t>_{2i} = sin(t / M^(2i / p_e)), r^<t>_{2i+1} = cos(t / M^(2i / p_e)),
+  i = 0, ..., p_e / 2 - 1, M = 10,000 (Vaswani et al., 2017), appended to x^<t>
+  (p + p_e features) or added to it (p_e = p), (7.30) (`PositionalEmbedding`);
+- a learned table, x^<t> + r^<t> with one trained vector r^<t> per position: the common
+  alternative of GPT-2 and nanoGPT, beyond the chapter (`PositionalEmbedding(kind="learned")`).
 
-Positions t count from 0. Inputs are (batch, time, features).
+Tables are stored with row t - 1 holding position t. Inputs are (batch, time, features).
 """
 
 import torch
 from torch import nn
 
-from seqlib.attention import _check_tensor
+from seqlib.attention import _check_tensor, _uniform
 from seqlib.rnn import positive_int
 
 KINDS = ("sinusoidal", "learned")
@@ -24,30 +28,84 @@ COMBINE = ("add", "append")
 
 
 def one_hot_positions(x: torch.Tensor) -> torch.Tensor:
-    """x (B, T, p) with the one-hot position e_t appended at each step: (B, T, p + T)."""
+    """x (B, T, p) with the one-hot position e_t appended at each step t = 1, ..., T:
+    (B, T, p + T), the chapter's x~^<t> with p~ = p + T."""
     _check_tensor("x", x)
     B, T, _ = x.shape
-    eye = torch.eye(T, dtype=x.dtype, device=x.device).expand(B, T, T)  # row t is e_t
+    eye = torch.eye(T, dtype=x.dtype, device=x.device).expand(B, T, T)  # row t - 1 is e_t
     return torch.cat([x, eye], dim=-1)
 
 
-def sinusoidal_table(T: int, p_e: int, base: float = 10_000.0) -> torch.Tensor:
-    """The (T, p_e) table of (7.29): row t is r^<t>, for positions t = 0, ..., T - 1."""
+def sinusoidal_table(T: int, p_e: int, M: float = 10_000.0) -> torch.Tensor:
+    """The (T, p_e) table of (7.29): row t - 1 is r^<t>, for positions t = 1, ..., T, with
+    r^<t>_{2i} = sin(t / M^(2i/p_e)) and r^<t>_{2i+1} = cos(t / M^(2i/p_e)). An odd p_e ends
+    with a sine. Computed in float64, returned in float32."""
     positive_int("T", T)
     positive_int("p_e", p_e)
-    t = torch.arange(T, dtype=torch.float64)[:, None]  # (T, 1)
-    j = torch.arange(p_e, dtype=torch.float64)  # (p_e,)
-    angle = t / base ** ((j - j % 2) / p_e)  # (T, p_e): the even j of each sin/cos pair
-    return torch.where(j % 2 == 0, torch.sin(angle), torch.cos(angle)).float()
+    if isinstance(M, bool) or not isinstance(M, (int, float)) or M <= 1:
+        raise ValueError(f"M must be a number > 1, got {M!r}")
+    t = torch.arange(1, T + 1, dtype=torch.float64)[:, None]  # (T, 1): t = 1, ..., T
+    two_i = torch.arange(0, p_e, 2, dtype=torch.float64)  # (ceil(p_e / 2),): 2i
+    angle = t / M ** (two_i / p_e)  # (T, ceil(p_e / 2))
+    table = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1)  # (T, p_e / 2, 2)
+    return table.flatten(1)[:, :p_e].float()  # (T, p_e): columns 2i, 2i + 1 side by side
+
+
+def _check_offset(offset, T: int, name: str, last: int) -> None:
+    """Raise unless positions offset + 1, ..., offset + T are within 1, ..., `last`."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ValueError(f"offset must be an int >= 0, got {offset!r}")
+    if offset + T > last:
+        raise ValueError(f"positions {offset + 1} to {offset + T} are past the last position "
+                         f"{name}={last}: the sequence is too long for this embedding")
+
+
+class JointPositionalEmbedding(nn.Module):
+    """The chapter's learned positional embedding (7.28), which encodes each input and its
+    position jointly:
+
+        x~^<t> = W_1 S(W_2 x^<t> + W_3 e_t + b)  in R^p~,
+
+    with e_t the one-hot position in R^T, W_1 (p~ x p~), W_2 (p~ x p), W_3 (p~ x T) and
+    b in R^p~ learned, and S = ReLU. p~ = p by default. W_3 e_t is column t of W_3, so T is
+    the longest sequence it can embed.
+
+    forward(x (B, T', p), offset=0) -> (B, T', p~), for positions offset + 1, ...,
+    offset + T' (offset > 0 when earlier steps were cached).
+    """
+
+    def __init__(self, p: int, T: int, p_tilde: int | None = None):
+        super().__init__()
+        self.p, self.T = positive_int("p", p), positive_int("T", T)
+        self.p_tilde = p if p_tilde is None else positive_int("p_tilde", p_tilde)
+        self.W_1 = _uniform(self.p_tilde, self.p_tilde)
+        self.W_2 = _uniform(self.p_tilde, p)
+        self.W_3 = _uniform(self.p_tilde, T)
+        self.b = nn.Parameter(torch.zeros(self.p_tilde))
+
+    @property
+    def output_size(self) -> int:
+        return self.p_tilde
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        _check_tensor("x", x, self.p)
+        _check_offset(offset, x.shape[1], "T", self.T)
+        W_3_e = self.W_3[:, offset:offset + x.shape[1]].T  # (T', p~): row t is W_3 e_t
+        hidden = torch.relu(x @ self.W_2.T + W_3_e + self.b)  # S(W_2 x + W_3 e_t + b)
+        return hidden @ self.W_1.T  # (B, T', p~)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, T={self.T}, p_tilde={self.p_tilde}"
 
 
 class PositionalEmbedding(nn.Module):
-    """Position vectors r^<t> for up to `max_len` positions, added to or appended to x.
+    """Position vectors r^<t> for positions t = 1, ..., max_len, added to or appended to x.
 
-    kind "sinusoidal" (7.29), a fixed table, or "learned" (7.28), a trainable one;
-    combine "add" (p_e = p, the default) or "append" (output p + p_e features), (7.30).
-    forward(x (B, T, p), offset=0) uses positions offset, ..., offset + T - 1 (offset > 0
-    when earlier steps were cached).
+    kind "sinusoidal": the fixed table of (7.29); kind "learned": a trained table of
+    vectors r^<t> (beyond the chapter: its learned embedding is JointPositionalEmbedding,
+    (7.28)). combine "add" (p_e = p, the default, (7.30)) or "append" (output p + p_e
+    features). forward(x (B, T, p), offset=0) uses positions offset + 1, ..., offset + T
+    (offset > 0 when earlier steps were cached).
     """
 
     def __init__(self, max_len: int, p: int, *, kind: str = "sinusoidal",
@@ -72,16 +130,11 @@ class PositionalEmbedding(nn.Module):
         return self.p + self.p_e if self.combine == "append" else self.p
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """x (B, T, p) with r^<offset + t> added or appended at each step t."""
+        """x (B, T, p) with r^<offset + t> added or appended at each step t = 1, ..., T."""
         _check_tensor("x", x, self.p)
         B, T, _ = x.shape
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise ValueError(f"offset must be an int >= 0, got {offset!r}")
-        if offset + T > self.max_len:
-            raise ValueError(f"positions {offset} to {offset + T - 1} are past the positional "
-                             f"table of max_len={self.max_len}: the sequence is too long for "
-                             "this model")
-        r = self.table[offset:offset + T].to(x.dtype)  # (T, p_e)
+        _check_offset(offset, T, "max_len", self.max_len)
+        r = self.table[offset:offset + T].to(x.dtype)  # (T, p_e): r^<offset + 1>, ...
         if self.combine == "add":
             return x + r
         return torch.cat([x, r.expand(B, T, self.p_e)], dim=-1)  # (B, T, p + p_e)

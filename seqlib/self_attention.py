@@ -1,23 +1,27 @@
 """Self-attention of Section 7.5, equations (7.23)-(7.27).
 
 In self-attention the queries, keys and values all come from the same sequence
-x^<1>, ..., x^<T> (or, in cross-attention, the keys and values from another one):
+x^<1>, ..., x^<T> (in cross-attention, the keys and values come from another one):
 
-- (7.23), no parameters: u^<t> = sum_tau alpha_{t,tau} x^<tau>, with alpha_{t,.} the softmax
-  of the scaled inner products of x^<t> with every x^<tau>;
-- (7.24), learned projections: q^<t> = W_q x^<t>, k^<t> = W_k x^<t> (m x p), v^<t> = W_v x^<t>
-  (m_v x p), and softmax(Q K^T / sqrt(m)) V;
-- (7.25)-(7.26), H heads: each head h has its own W_q^h, W_k^h, W_v^h, and the output is
-  u^<t> = sum_h W_c^h u^{h,<t>} (W_c^h is p x m_v). Stacking the W_c^h side by side gives
-  W^O = [W_c^1 ... W_c^H] (p x H m_v), so the sum is W^O applied to the concatenated heads:
-  the form of Vaswani et al. (2017) and of torch.nn.MultiheadAttention;
-- (7.27), masking: the score matrix plus M, with M = 0 where key tau may be seen and -inf
-  where it may not (its future, for causal attention): exp(-inf) = 0 gives it weight 0.
+- (7.23), no parameters, causal: u^<t> = sum_{tau <= t} alpha^t_tau x^<tau>, with alpha^t
+  the softmax over tau = 1, ..., t of the scores s(x^<t>, x^<tau>) (`self_attention`);
+- (7.24), learned proxies, causal: z_q^<t> = W_q x^<t>, z_k^<t> = W_k x^<t>, v^<t> = W_v x^<t>
+  with W_q, W_k, W_v each p x p (`SelfAttention`). The non-causal forms sum over all T;
+- (7.25)-(7.26), H heads, non-causal: head h has W_q^h, W_k^h (m x p) and W_v^h (m_v x p),
+  and u^<t> = sum_h W_c^h u^{h,<t>} with W_c^h (p x m_v). Side by side, the W_c^h make
+  W^O = [W_c^1 ... W_c^H] (p x H m_v), and the sum is W^O applied to the concatenated heads:
+  the form of Vaswani et al. (2017) and of torch.nn.MultiheadAttention
+  (`MultiHeadAttention`);
+- (7.27), masking: for the query at time t, the key proxies of the later times are set to
+  -inf, so their scores are -inf and their weights e^-inf = 0 (`masked_key_scores`). In
+  practice the same is an additive mask matrix Lambda, 0 where key tau may be seen and -inf
+  where it may not: softmax(Q K^T / sqrt(m) + Lambda) (`causal_mask`, `causal=True`).
 
-Tensors are (batch, time, features); inside multi-head attention, (batch, heads, time,
-head features). Padding masks are (batch, keys) booleans, True at real keys.
+The score s is the scaled inner product z_q^T z_k / sqrt(m) of Section 7.4 unless another
+is given. Tensors are (batch, time, features); inside multi-head attention, (batch, heads,
+time, head features). Padding masks are (batch, keys) booleans, True at real keys.
 
-Two paths give the same numbers: the explicit one writes softmax(Q K^T / sqrt(m) + M) V
+Two paths give the same numbers: the explicit one writes softmax(Q K^T / sqrt(m) + Lambda) V
 out and returns the weights (to plot them), the fast one calls
 torch.nn.functional.scaled_dot_product_attention (fused kernels, no weights).
 """
@@ -28,15 +32,16 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlib.attention import _check_tensor, _uniform, inner_product_attention, visible_keys
+from seqlib.attention import _check_tensor, _uniform, attend, visible_keys
 from seqlib.rnn import positive_int
 
 
 def causal_mask(T_q: int, T_k: int | None = None, device=None,
                 dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """The mask matrix M of (7.27), (T_q, T_k): 0 where the query may see the key, -inf in
-    its future. Query i sits at time T_k - T_q + i (the last T_q times when earlier keys
-    were cached), so with T_q = T_k the -inf entries are those above the diagonal."""
+    """The additive mask matrix Lambda, (T_q, T_k): 0 where the query may see the key, -inf
+    in its future; softmax(scores + Lambda) is (7.27). Query i sits at time T_k - T_q + i
+    (the last T_q times when earlier keys were cached), so with T_q = T_k the -inf entries
+    are those above the diagonal."""
     T_k = T_q if T_k is None else T_k
     positive_int("T_q", T_q)
     positive_int("T_k", T_k)
@@ -44,12 +49,96 @@ def causal_mask(T_q: int, T_k: int | None = None, device=None,
     return torch.zeros(T_q, T_k, device=device, dtype=dtype).masked_fill(~allowed, -math.inf)
 
 
-def self_attention(x: torch.Tensor, *, mask: torch.Tensor | None = None,
-                   causal: bool = False):
-    """(7.23): every x^<t> (B, T, p) attends to the whole sequence with the scaled inner
-    product score and no parameters. Returns outputs u (B, T, p) and weights (B, T, T)."""
+def scaled_inner_product(z_q: torch.Tensor, z_k: torch.Tensor) -> torch.Tensor:
+    """The score s(z_q, z_k) = z_q^T z_k / sqrt(m) for every pair of query proxies z_q
+    (B, T_q, m) and key proxies z_k (B, T_k, m): (B, T_q, T_k). sqrt(m) is the chapter's
+    normalisation by sqrt(max(m_q, m_k)), here with m_q = m_k = m."""
+    _check_tensor("z_q", z_q)
+    _check_tensor("z_k", z_k, z_q.shape[-1])
+    return z_q @ z_k.transpose(1, 2) / math.sqrt(z_q.shape[-1])  # (B, T_q, T_k)
+
+
+def _scores(score, z_q: torch.Tensor, z_k: torch.Tensor) -> torch.Tensor:
+    """score(z_q, z_k), checked to be the (B, T_q, T_k) scores of every pair."""
+    if not callable(score):
+        raise TypeError(f"score must be a function of (z_q, z_k), got {type(score).__name__}")
+    scores = score(z_q, z_k)
+    expected = (z_q.shape[0], z_q.shape[1], z_k.shape[1])
+    if not isinstance(scores, torch.Tensor) or tuple(scores.shape) != expected:
+        got = tuple(scores.shape) if isinstance(scores, torch.Tensor) else type(scores).__name__
+        raise ValueError(f"score must return the (B, T_q, T_k) = {expected} scores of every "
+                         f"pair, got {got}")
+    return scores
+
+
+def self_attention(x: torch.Tensor, *, score=None, causal: bool = True,
+                   mask: torch.Tensor | None = None):
+    """(7.23): simple self-attention, with z_q^<t> = z_k^<t> = v^<t> = x^<t> and no parameters.
+
+    x (B, T, p). Causal by default, as in the chapter: u^<t> = sum_{tau <= t} alpha^t_tau
+    x^<tau>, alpha^t the softmax of s(x^<t>, x^<1>), ..., s(x^<t>, x^<t>); causal=False gives
+    the non-causal form, over tau = 1, ..., T. `score(z_q, z_k)` -> (B, T_q, T_k) is s
+    (default: scaled_inner_product). `mask` (B, T) is True at real (unpadded) times.
+    Returns outputs u (B, T, p) and weights alpha (B, T, T), row t holding alpha^t.
+    """
     _check_tensor("x", x)
-    return inner_product_attention(x, x, x, mask=mask, causal=causal)
+    scores = _scores(scaled_inner_product if score is None else score, x, x)  # (B, T, T)
+    return attend(scores, x, mask=mask, causal=causal)
+
+
+class SelfAttention(nn.Module):
+    """(7.24): self-attention with learned proxies, z_q^<t> = W_q x^<t>, z_k^<t> = W_k x^<t>
+    and v^<t> = W_v x^<t>, with W_q, W_k, W_v each p x p as in the chapter (other sizes come
+    with multi-head attention):
+
+        u^<t> = sum_{tau <= t} alpha^t_tau W_v x^<tau>,  alpha^t = softmax over tau <= t of
+        s(W_q x^<t>, W_k x^<tau>).
+
+    `causal=True` (the default, the chapter's form) or False (sums over tau = 1, ..., T);
+    `score` as in self_attention (an nn.Module score is registered with its parameters).
+    forward(x (B, T, p), *, mask=None (B, T)) -> (u (B, T, p), alpha (B, T, T)).
+    """
+
+    def __init__(self, p: int, *, causal: bool = True, score=None):
+        super().__init__()
+        self.p, self.causal = positive_int("p", p), causal
+        self.W_q, self.W_k, self.W_v = (_uniform(p, p) for _ in range(3))
+        self.score = scaled_inner_product if score is None else score
+
+    def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None):
+        _check_tensor("x", x, self.p)
+        z_q, z_k, v = x @ self.W_q.T, x @ self.W_k.T, x @ self.W_v.T  # (B, T, p) each
+        return attend(_scores(self.score, z_q, z_k), v, mask=mask, causal=self.causal)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, causal={self.causal}"
+
+
+def masked_key_scores(z_q: torch.Tensor, z_k: torch.Tensor, score=None) -> torch.Tensor:
+    """(7.27) as the chapter writes it. For the query z_q^<t>, the key proxies of the later
+    times are set to -inf, z_k^<t+1> = ... = z_k^<T> = -inf, and a key of -inf scores -inf:
+    s(z_q^<t>, -inf) = -inf, so that its weight is e^-inf = 0.
+
+    z_q (B, T, m_q) and z_k (B, T, m_k) on one time axis -> scores (B, T, T), -inf above the
+    diagonal. Each query gets its own copy of the keys, as the equation reads, so this takes
+    T times the memory of the scores: it shows the chapter's form; attention itself uses
+    the mask matrix Lambda of causal_mask (the same softmax), or causal=True.
+    """
+    _check_tensor("z_q", z_q)
+    _check_tensor("z_k", z_k)
+    B, T, m_q = z_q.shape
+    m_k = z_k.shape[-1]
+    if z_k.shape[:2] != (B, T):
+        raise ValueError(f"z_q and z_k must share batch and time, got {tuple(z_q.shape)} "
+                         f"and {tuple(z_k.shape)}")
+    keys = z_k[:, None].expand(B, T, T, m_k).clone()  # (B, query t, key tau, m_k)
+    later = torch.ones(T, T, dtype=torch.bool, device=z_k.device).triu(1)  # tau > t
+    keys[:, later] = -math.inf  # (7.27): z_k^<tau> = -inf for tau > t
+    masked = torch.isneginf(keys).all(-1)  # (B, T, T): the keys set to -inf
+    finite = keys.masked_fill(masked[..., None], 0.0)  # scored, then overwritten below
+    scores = _scores(scaled_inner_product if score is None else score,
+                     z_q.reshape(B * T, 1, m_q), finite.view(B * T, T, m_k))  # (B T, 1, T)
+    return scores.view(B, T, T).masked_fill(masked, -math.inf)  # s(z_q, -inf) = -inf
 
 
 def _check_heads(name: str, x) -> None:
@@ -63,7 +152,7 @@ def _check_heads(name: str, x) -> None:
 def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
                        mask: torch.Tensor | None = None, causal: bool = False,
                        fast: bool = False):
-    """softmax(Q K^T / sqrt(m) + M) V for every head at once, (7.24) and (7.27).
+    """softmax(Q K^T / sqrt(m) + Lambda) V for every head at once, (7.25) and (7.27).
 
     q (B, H, T_q, m), k (B, H, T_k, m), v (B, H, T_k, m_v); `mask` (B, T_k) is True at real
     keys, `causal` hides each query's future. Returns outputs (B, H, T_q, m_v) and the
@@ -88,7 +177,7 @@ def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
         return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed[:, None]), None
     scores = q @ k.transpose(-2, -1) / math.sqrt(m)  # (B, H, T_q, T_k)
     if allowed is not None:
-        scores = scores.masked_fill(~allowed[:, None], -math.inf)  # + M of (7.27)
+        scores = scores.masked_fill(~allowed[:, None], -math.inf)  # + Lambda, (7.27)
     weights = torch.softmax(scores, dim=-1)  # (B, H, T_q, T_k), rows sum to 1
     return weights @ v, weights  # (B, H, T_q, m_v)
 
@@ -99,17 +188,19 @@ class MultiHeadAttention(nn.Module):
 
     p: model dimension (queries' features), heads: H, m: query/key size per head (default
     p // H), m_v: value size per head (default m), kv_size: features of the keys' and
-    values' sequence for cross-attention (default p). The heads' matrices are stacked:
-    W_q (H m, p), W_k (H m, kv_size), W_v (H m_v, kv_size), rows h m ... (h+1) m - 1 for
-    head h; W_c (p, H m_v) is W^O = [W_c^1 ... W_c^H].
+    values' sequence for cross-attention, (7.33) (default p). The heads' matrices are
+    stacked: W_q (H m, p), W_k (H m, kv_size), W_v (H m_v, kv_size), rows (h-1) m to h m - 1
+    for head h = 1, ..., H (`head(h)` returns that head's four matrices); W_c (p, H m_v) is
+    W^O = [W_c^1 ... W_c^H].
 
-    forward(x (B, T, p), context=None (B, S, kv_size), *, mask=None (B, T_k), causal=False,
+    forward(x (B, T, p), context=None (B, T_k, kv_size), *, mask=None (B, T_k), causal=False,
     cache=None, need_weights=False) -> (u (B, T, p), weights (B, H, T, T_k) or None).
-    `cache`, a dict, makes step-by-step decoding cost one step per token: for
-    self-attention it holds the keys and values of the earlier steps and is extended in
-    place; for cross-attention it keeps the context's keys and values after the first call.
-    Weights come from the explicit path (need_weights=True or fast=False); otherwise
-    scaled_dot_product_attention computes the same outputs.
+    Non-causal by default, as (7.25); causal=True masks the future, (7.27).
+    `cache`, a dict, makes step-by-step decoding cost one step per token (beyond the
+    chapter): for self-attention it holds the keys and values of the earlier steps and is
+    extended in place; for cross-attention it keeps the context's keys and values after the
+    first call. Weights come from the explicit path (need_weights=True or fast=False);
+    otherwise scaled_dot_product_attention computes the same outputs.
     """
 
     def __init__(self, p: int, heads: int, m: int | None = None, m_v: int | None = None, *,
@@ -137,6 +228,14 @@ class MultiHeadAttention(nn.Module):
                 torch.zeros(p))
         else:
             self.b_q = self.b_k = self.b_v = self.b_c = None
+
+    def head(self, h: int):
+        """The matrices of head h = 1, ..., H, views of the stacked ones: W_q^h, W_k^h
+        (m x p), W_v^h (m_v x p) and W_c^h (p x m_v), as in (7.25)-(7.26)."""
+        if isinstance(h, bool) or not isinstance(h, int) or not 1 <= h <= self.heads:
+            raise ValueError(f"h must be an int from 1 to H={self.heads}, got {h!r}")
+        qk, v = slice((h - 1) * self.m, h * self.m), slice((h - 1) * self.m_v, h * self.m_v)
+        return self.W_q[qk], self.W_k[qk], self.W_v[v], self.W_c[:, v]
 
     def _heads(self, x, W, b, size):
         """x (B, T, f) -> W x + b split into heads, (B, H, T, size)."""

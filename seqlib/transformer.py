@@ -1,13 +1,19 @@
 """Transformers of Section 7.5: layer normalisation, the transformer block (7.31) and its
-parameter count (7.32), the decoder block (7.33), the encoder-decoder transformer of
-Fig. 7.16 and a decoder-only transformer language model, generating with (7.34).
+parameter count (7.32), the decoder block with its cross-attention (7.33), the
+encoder-decoder transformer of Fig. 7.16, which decodes by (7.34), and a decoder-only
+transformer language model (beyond the chapter).
 
-Tensors are (batch, time, features) with p features (the model dimension) throughout.
+Tensors are (batch, time, features) with p features (the model dimension) throughout. The
+chapter's symbols: a block maps a_in^<t> to a_out^<t>; the encoder's output is the code
+z^<1>, ..., z^<T_in> (code may call it `memory`). Sequences are padded with <empty> to a
+fixed length (`pad_to_length`) or to the longest of a batch (seqlib.text.pad_batch).
+
 Both models follow the decoding protocol of seqlib.seq2seq (`start`, `step`, `reorder`),
 so seqlib.decoding's greedy, sampling and beam search drive them. With `kv_cache = True`
-(the default) each step feeds one token through the decoder, reusing the keys and values
-of the earlier steps; with False every step runs on the whole prefix again. Both give the
-same tokens; the cache makes generating n tokens cost O(n) decoder steps, not O(n^2).
+(the default; the key/value cache is beyond the chapter) each step feeds one token through
+the decoder, reusing the keys and values of the earlier steps; with False every step runs
+(7.34) on the whole prefix again. Both give the same tokens; the cache makes generating n
+tokens cost O(n) decoder steps, not O(n^2).
 """
 
 import math
@@ -19,16 +25,17 @@ from seqlib.positional import PositionalEmbedding
 from seqlib.rnn import positive_int
 from seqlib.self_attention import MultiHeadAttention
 from seqlib.seq2seq import check_source
-from seqlib.text import check_ids
+from seqlib.text import check_ids, pad_batch
 
 
 class LayerNorm(nn.Module):
-    """Layer normalisation as the chapter defines it, for each vector z of p features:
+    """Layer normalisation as the chapter defines it with (7.31), for each z in R^p:
 
-        mu = (1/p) sum_i z_i,   sigma^2 = (1/p) sum_i (z_i - mu)^2,
-        LayerNorm(z) = gamma * (z - mu) / sqrt(sigma^2 + eps) + beta,
+        mu_z = (1/p) sum_i z_i,   sigma_z = sqrt((1/p) sum_i (z_i - mu_z)^2),
+        LayerNorm(z; gamma, beta) = gamma * (z - mu_z) / sqrt(sigma_z^2 + eps) + beta,
 
-    with learned gamma, beta in R^p (2 p parameters); equal to torch.nn.LayerNorm(p)."""
+    element-wise, with learned gamma, beta in R^p (2 p parameters) and a small fixed
+    eps > 0 (1e-5, torch's default); equal to torch.nn.LayerNorm(p)."""
 
     def __init__(self, p: int, eps: float = 1e-5):
         super().__init__()
@@ -46,8 +53,9 @@ class LayerNorm(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """The block's feed-forward layer, applied at each time on its own:
-    W_2 ReLU(W_1 z + b_1) + b_2, with W_1 (n1 x p) and W_2 (p x n1)."""
+    """The block's feed-forward network, applied at each time t on its own:
+    u_[3]^<t> = W_[2] S(W_[1] u_[2]^<t> + b_[1]) + b_[2] with S = ReLU, W_[1] (N_1 x p) and
+    b_[1] in `linear1`, W_[2] (p x N_1) and b_[2] in `linear2` (n1 is N_1)."""
 
     def __init__(self, p: int, n1: int, dropout: float = 0.0):
         super().__init__()
@@ -59,16 +67,45 @@ class FeedForward(nn.Module):
         return self.linear2(self.dropout(torch.relu(self.linear1(z))))
 
 
-class TransformerBlock(nn.Module):
-    """The transformer block (7.31), post-norm as in the chapter:
+def residual(x: torch.Tensor, sublayer, norm: LayerNorm, dropout: nn.Module,
+             norm_first: bool) -> torch.Tensor:
+    """One sublayer with its residual connection and LayerNorm: LayerNorm(x + sublayer(x))
+    as in (7.31) (post-norm), or x + sublayer(LayerNorm(x)) with norm_first (pre-norm)."""
+    if norm_first:
+        return x + dropout(sublayer(norm(x)))
+    return norm(x + dropout(sublayer(x)))
 
-        z = LayerNorm(x + MultiHead(x)),   out = LayerNorm(z + FeedForward(z)),
+
+def block_steps(block) -> list:
+    """The steps of a transformer block or decoder block in the order its forward runs
+    them, as (name, module) pairs: each sublayer, and its residual connection with its
+    LayerNorm, counted as one step as the chapter does (after the sublayer in the post-norm
+    block, its LayerNorm before it in the pre-norm one). 4 for a block, 6 for a decoder
+    block."""
+    steps = []
+    for name, module, norm in block.sublayers():
+        if block.norm_first:
+            steps += [("LayerNorm", norm), (f"{name} + residual", module)]
+        else:
+            steps += [(name, module), ("residual + LayerNorm", norm)]
+    return steps
+
+
+class TransformerBlock(nn.Module):
+    """The transformer block of Fig. 7.15 (a), post-norm as in the chapter, (7.31):
+
+        u_[1]^<t> = MultiHead(a_in)^<t>                             (7.25)-(7.26)
+        u_[2]^<t> = LayerNorm(a_in^<t> + u_[1]^<t>; gamma, beta)      (7.31)
+        u_[3]^<t> = W_[2] S(W_[1] u_[2]^<t> + b_[1]) + b_[2]
+        a_out^<t> = LayerNorm(u_[2]^<t> + u_[3]^<t>; gamma~, beta~),
 
     with multi-head self-attention of H = `heads` heads of sizes m, m_v, a feed-forward
-    layer of n1 units, and no attention biases, so it has exactly the parameters of (7.32).
-    `norm_first=True` gives the pre-norm variant (x + MultiHead(LayerNorm(x)), ...) that
-    trains more easily in deep stacks; `bias=True` adds torch's attention biases. Dropout,
-    when asked for, acts where torch.nn.TransformerEncoderLayer's does.
+    network of N_1 = n1 units, and no attention biases, so it has exactly the parameters of
+    (7.32). `norm_first=True` gives the pre-norm variant (a_in + MultiHead(LayerNorm(a_in)),
+    ...; beyond the chapter) that trains more easily in deep stacks; `bias=True` adds
+    torch's attention biases. Dropout, when asked for, acts where
+    torch.nn.TransformerEncoderLayer's does. `sublayers()` and `steps()` list what forward
+    runs, in order.
 
     forward(x (B, T, p), *, mask=None (B, T), causal=False, cache=None) -> (B, T, p).
     """
@@ -84,16 +121,20 @@ class TransformerBlock(nn.Module):
         self.norm2 = LayerNorm(p)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
 
+    def sublayers(self) -> list:
+        """(name, module, its LayerNorm) of each sublayer, in the order forward runs them."""
+        return [("multi-head self-attention", self.attention, self.norm1),
+                ("feed-forward", self.feed_forward, self.norm2)]
+
+    steps = block_steps
+
     def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None,
                 causal: bool = False, cache: dict | None = None) -> torch.Tensor:
         def attend(z):
-            return self.dropout1(self.attention(z, mask=mask, causal=causal, cache=cache)[0])
+            return self.attention(z, mask=mask, causal=causal, cache=cache)[0]
 
-        if self.norm_first:
-            x = x + attend(self.norm1(x))
-            return x + self.dropout2(self.feed_forward(self.norm2(x)))
-        z = self.norm1(x + attend(x))
-        return self.norm2(z + self.dropout2(self.feed_forward(z)))
+        x = residual(x, attend, self.norm1, self.dropout1, self.norm_first)  # u_[2]
+        return residual(x, self.feed_forward, self.norm2, self.dropout2, self.norm_first)
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> "TransformerBlock":
@@ -125,17 +166,19 @@ class TransformerBlock(nn.Module):
 
 
 class TransformerDecoderBlock(nn.Module):
-    """The decoder block (7.33): causal self-attention, then cross-attention whose keys and
-    values are the encoder's outputs, then the feed-forward layer, each followed (post-norm)
-    or preceded (norm_first) by its LayerNorm, with a residual connection:
+    """The transformer decoder block of Fig. 7.15 (b): causal multi-head self-attention
+    (7.27), then multi-head cross-attention whose keys and values come from the encoder's
+    code z, (7.33), then the feed-forward network, each followed (post-norm, the chapter's)
+    or preceded (norm_first) by its LayerNorm, with a residual connection; 6 steps:
 
-        z1 = LayerNorm(y + MaskedMultiHead(y)),
-        z2 = LayerNorm(z1 + MultiHead(z1, encoder outputs)),
-        out = LayerNorm(z2 + FeedForward(z2)).
+        u_[1]^<t> = MaskedMultiHead(a_in)^<t>,      u_[2]^<t> = LayerNorm(a_in^<t> + u_[1]^<t>),
+        u_[3]^<t> = MultiHead(u~ = u_[2], z)^<t>,   u_[4]^<t> = LayerNorm(u_[2]^<t> + u_[3]^<t>),
+        u_[5]^<t> = FeedForward(u_[4]^<t>),         a_out^<t> = LayerNorm(u_[4]^<t> + u_[5]^<t>).
 
-    forward(y (B, T, p), memory (B, S, p), *, memory_mask=None (B, S), cache=None,
-    need_weights=False) -> out (B, T, p), and the cross-attention weights (B, H, T, S) if
-    asked. `cache` is a dict {"self": {}, "cross": {}} for step-by-step decoding.
+    forward(y (B, T, p), memory (B, T_in, p): the code z, *, memory_mask=None (B, T_in),
+    cache=None, need_weights=False) -> a_out (B, T, p), and the cross-attention weights
+    (B, H, T, T_in) if asked. `cache` is a dict {"self": {}, "cross": {}} for step-by-step
+    decoding.
     """
 
     def __init__(self, p: int, heads: int, m: int | None = None, m_v: int | None = None,
@@ -150,6 +193,14 @@ class TransformerDecoderBlock(nn.Module):
         self.feed_forward = FeedForward(p, 4 * p if n1 is None else n1, dropout)
         self.norm3 = LayerNorm(p)
         self.dropouts = nn.ModuleList(nn.Dropout(dropout) for _ in range(3))
+
+    def sublayers(self) -> list:
+        """(name, module, its LayerNorm) of each sublayer, in the order forward runs them."""
+        return [("masked multi-head self-attention", self.self_attention, self.norm1),
+                ("multi-head cross-attention", self.cross_attention, self.norm2),
+                ("feed-forward", self.feed_forward, self.norm3)]
+
+    steps = block_steps
 
     def forward(self, y: torch.Tensor, memory: torch.Tensor, *,
                 memory_mask: torch.Tensor | None = None, cache: dict | None = None,
@@ -170,19 +221,17 @@ class TransformerDecoderBlock(nn.Module):
         for sublayer, norm, dropout in zip(
                 (masked_self, cross, self.feed_forward), (self.norm1, self.norm2, self.norm3),
                 self.dropouts, strict=True):
-            if self.norm_first:
-                y = y + dropout(sublayer(norm(y)))
-            else:
-                y = norm(y + dropout(sublayer(y)))
+            y = residual(y, sublayer, norm, dropout, self.norm_first)  # u_[2], u_[4], a_out
         return (y, weights) if need_weights else y
 
 
 def transformer_block_params(p: int, n1: int, m: int, m_v: int, heads: int,
                              decoder: bool = False) -> int:
     """Parameters of a transformer block, (7.32): H heads of W_q^h, W_k^h (m x p), W_v^h
-    (m_v x p) and W_c^h (p x m_v); the feed-forward layer's W_1, b_1, W_2, b_2; two
-    LayerNorms (gamma, beta each). A decoder block adds the cross-attention and a third
-    LayerNorm. 3,150,336 and 4,199,936 at p=512, n1=2048, m=m_v=64, heads=8."""
+    (m_v x p) and W_c^h (p x m_v); the feed-forward network's W_[1], b_[1], W_[2], b_[2]
+    (n1 = N_1); two LayerNorms (gamma, beta and gamma~, beta~). A decoder block adds the
+    cross-attention, H (2 m p + 2 m_v p), and a third LayerNorm, 2 p. 3,150,336 and
+    4,199,936 at p=512, n1=2048, m=m_v=64, heads=8."""
     for name, value in [("p", p), ("n1", n1), ("m", m), ("m_v", m_v), ("heads", heads)]:
         positive_int(name, value)
     attention = heads * (2 * m * p + m_v * p + p * m_v)
@@ -191,6 +240,22 @@ def transformer_block_params(p: int, n1: int, m: int, m_v: int, heads: int,
     if decoder:
         return 2 * attention + feed_forward + norms + 2 * p
     return attention + feed_forward + norms
+
+
+def pad_to_length(sequences, length: int, pad_id: int = 0):
+    """Id sequences padded with <empty> (`pad_id`) to the transformer's fixed length, as
+    Section 7.5 describes: (B, length) ids and a (B, length) mask, True at real tokens. A
+    sequence longer than `length` raises a ValueError (the chapter leaves such inputs to
+    mechanisms outside the transformer)."""
+    positive_int("length", length)
+    ids, mask = pad_batch(sequences, pad_id)  # (B, longest)
+    if ids.shape[1] > length:
+        b = int((mask.sum(1) > length).nonzero()[0])
+        raise ValueError(f"sequences[{b}] has {int(mask[b].sum())} tokens, more than the "
+                         f"length {length}: truncate or split it first")
+    extra = length - ids.shape[1]
+    return (torch.nn.functional.pad(ids, (0, extra), value=pad_id),
+            torch.nn.functional.pad(mask, (0, extra), value=False))
 
 
 def select_batch(state, index: torch.Tensor):
@@ -208,17 +273,20 @@ def select_batch(state, index: torch.Tensor):
 class Transformer(nn.Module):
     """The encoder-decoder transformer of Fig. 7.16 (Vaswani et al., 2017).
 
-    Token embeddings (entries of standard deviation p^(-1/2), times sqrt(p), as in the
-    paper) plus sinusoidal positions (7.29)-(7.30);
-    `num_layers` transformer blocks (7.31) over the source with its padding mask;
-    `num_decoder_layers` (default num_layers) decoder blocks (7.33) over the target; an
-    output layer (p -> target vocabulary). With `norm_first`, a final LayerNorm closes each
-    stack, as in torch.nn.Transformer.
+    Token embeddings plus sinusoidal positions t = 1, 2, ... (7.29)-(7.30); as in the
+    paper and beyond the chapter, the embeddings have entries of standard deviation
+    p^(-1/2) and are multiplied by sqrt(p). Then `num_layers` transformer blocks (7.31)
+    over the source with its padding mask, whose output is the code z; `num_decoder_layers`
+    (default num_layers) decoder blocks over the target, each fed z by its cross-attention
+    (7.33); an output layer (p -> d_V, the target vocabulary; its softmax is in the loss).
+    With `norm_first` (beyond the chapter), a final LayerNorm closes each stack, as in
+    torch.nn.Transformer.
 
-    forward(src (B, S), src_mask (B, S), tgt_in (B, T), return_attention=False) returns the
-    teacher-forced logits (B, T, V) in one parallel pass (the causal mask stands in for the
-    step-by-step decoding of (7.34)), and with return_attention the cross-attention weights
-    of every decoder layer, a list of (B, H, T, S).
+    forward(src (B, T_in), src_mask (B, T_in), tgt_in (B, T), return_attention=False)
+    returns the teacher-forced logits (B, T, d_V) in one parallel pass (the teacher-forced
+    form of (7.34): the causal mask gives position t the targets before it only), and with
+    return_attention the cross-attention weights of every decoder layer, a list of
+    (B, H, T, T_in).
     """
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, p: int, heads: int,
@@ -252,7 +320,8 @@ class Transformer(nn.Module):
         return self.dropout(self.positions(x, offset))
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
-        """The encoder's outputs (B, S, p), the keys and values of every cross-attention."""
+        """The code z (B, T_in, p): the encoder's output, the keys and values of every
+        cross-attention (7.33)."""
         check_source(src, src_mask, self.src_vocab_size)
         x = self._embed(self.src_embedding, src)
         for block in self.encoder:
@@ -261,8 +330,9 @@ class Transformer(nn.Module):
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor, *,
                caches: list | None = None, offset: int = 0, need_weights: bool = False):
-        """Logits (B, T, V) after each token of tgt_in (B, T) at positions offset, ...;
-        with need_weights also the cross-attention weights per layer."""
+        """f_decoder of (7.34): logits (B, T, d_V) after each token of tgt_in (B, T) at
+        positions offset + 1, ..., given the code z (`memory`); with need_weights also the
+        cross-attention weights per layer."""
         check_ids(tgt_in, name="tgt_in", dim=2, vocab_size=self.tgt_vocab_size, nonempty=True)
         y, weights = self._embed(self.tgt_embedding, tgt_in, offset), []
         for i, block in enumerate(self.decoder):
@@ -283,14 +353,15 @@ class Transformer(nn.Module):
                            need_weights=return_attention)
 
     def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
-        """Decoding state: the encoder's outputs, the source mask, the tokens so far and,
-        with kv_cache, one cache per decoder layer."""
+        """Decoding state: the code z (run the encoder once), the source mask, the tokens
+        so far and, with kv_cache, one cache per decoder layer."""
         memory = self.encode(src, src_mask)
         return {"memory": memory, "mask": src_mask, "tokens": src.new_zeros(len(src), 0),
                 "caches": [{} for _ in self.decoder] if self.kv_cache else None}
 
     def step(self, tokens: torch.Tensor, state: dict):
-        """(7.34): the previous tokens (N,) -> logits (N, V) of the next, and the state."""
+        """(7.34): y_hat^<t> = f_decoder(z, (y_hat~^<1>, ..., y_hat~^<t-1>)), the previous
+        tokens (N,) -> logits (N, d_V) of the next, and the state."""
         check_ids(tokens, name="tokens", dim=1, vocab_size=self.tgt_vocab_size)
         history = torch.cat([state["tokens"], tokens[:, None]], dim=1)  # (N, t)
         if state["caches"] is not None:  # one new token; earlier keys and values cached
@@ -304,10 +375,10 @@ class Transformer(nn.Module):
 
 
 class TransformerLM(nn.Module):
-    """A decoder-only transformer language model: token embeddings plus learned (7.28) or
-    sinusoidal (7.29) positions, `num_layers` blocks (7.31) with causal self-attention
-    (7.27), a final LayerNorm (pre-norm, the default, as GPT-2 and nanoGPT) and an output
-    layer over the vocabulary.
+    """A decoder-only transformer language model (beyond the chapter): token embeddings plus
+    a learned table of positions (`positional="learned"`) or sinusoidal positions (7.29),
+    `num_layers` blocks (7.31) with causal self-attention (7.27), a final LayerNorm
+    (pre-norm, the default, as GPT-2 and nanoGPT) and an output layer over the vocabulary.
 
     forward(ids (B, T), state=None) returns the logits (B, T, V) of the next token after
     each position and None: unlike a recurrent model, nothing is carried from one chunk to
@@ -335,7 +406,7 @@ class TransformerLM(nn.Module):
         self.output = nn.Linear(p, vocab_size)
 
     def logits(self, ids: torch.Tensor, caches: list | None = None, offset: int = 0):
-        """Logits (B, T, V) after each of ids (B, T) at positions offset, offset + 1, ..."""
+        """Logits (B, T, V) after each of ids (B, T) at positions offset + 1, offset + 2, ..."""
         check_ids(ids, vocab_size=self.vocab_size, dim=2, nonempty=True)
         x = self.dropout(self.positions(self.embedding(ids), offset))  # (B, T, p)
         for i, block in enumerate(self.blocks):
@@ -365,7 +436,7 @@ class TransformerLM(nn.Module):
         check_ids(tokens, name="tokens", dim=1, vocab_size=self.vocab_size)
         history = torch.cat([state["tokens"], tokens[:, None]], dim=1)  # (N, t)
         t, caches = history.shape[1], state["caches"]
-        if caches is not None and t <= self.max_len:  # one new token at position t - 1
+        if caches is not None and t <= self.max_len:  # one new token, at position t
             logits = self.logits(tokens[:, None], caches, offset=t - 1)
         else:  # the whole prefix again, or its last max_len tokens
             logits, caches = self.logits(history[:, -self.max_len:]), None

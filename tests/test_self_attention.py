@@ -1,6 +1,8 @@
-"""Self-attention (7.23)-(7.27): the parameter-free form against its formula, the mask M,
-the explicit path against torch's fused kernel, multi-head attention against the per-head
-sum of (7.25)-(7.26) and against torch.nn.MultiheadAttention, the key/value cache, errors."""
+"""Self-attention (7.23)-(7.27): the simple causal form and the form with p x p matrices
+against explicit loops over tau <= t, the chapter's masking (key proxies set to -inf)
+against the mask matrix Lambda, the explicit path against torch's fused kernel,
+multi-head attention against the per-head sum of (7.25)-(7.26) and against
+torch.nn.MultiheadAttention, the key/value cache, errors."""
 
 import math
 
@@ -8,10 +10,14 @@ import pytest
 import torch
 from torch import nn
 
+from seqlib.attention import Attention, inner_product_attention
 from seqlib.self_attention import (
     MultiHeadAttention,
+    SelfAttention,
     causal_mask,
+    masked_key_scores,
     scaled_dot_product,
+    scaled_inner_product,
     self_attention,
 )
 
@@ -26,44 +32,138 @@ def padding(lengths, T):
     return torch.arange(T) < torch.tensor(lengths)[:, None]  # (B, T), True at real keys
 
 
-# ---------------------------------------------------------------- (7.23) and (7.27)
+def by_loops(z_q, z_k, v, s, causal):
+    """u^<t> = sum_tau alpha^t_tau v^<tau> with alpha^t_tau = e^s(z_q^t, z_k^tau) / sum_t'
+    e^s(z_q^t, z_k^t'), the sums over tau, t' <= t (causal) or over all T, one by one."""
+    B, T, _ = z_q.shape
+    u, alpha = torch.zeros(B, T, v.shape[-1], dtype=v.dtype), torch.zeros(B, T, T,
+                                                                         dtype=v.dtype)
+    for b in range(B):
+        for t in range(T):
+            last = t + 1 if causal else T
+            e = [math.exp(s(z_q[b, t], z_k[b, tau])) for tau in range(last)]
+            for tau in range(last):
+                alpha[b, t, tau] = e[tau] / sum(e)
+                u[b, t] += alpha[b, t, tau] * v[b, tau]
+    return u, alpha
 
-def test_self_attention_is_the_formula_7_23():
+
+def inner(a, b):
+    return float(a @ b) / math.sqrt(len(a))
+
+
+# ------------------------------------------------------------ (7.23), (7.24) and (7.27)
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_self_attention_is_the_formula_7_23(causal):
     x = randn(2, 5, 4)
-    u, weights = self_attention(x)
-    expected_w = torch.softmax(x @ x.transpose(1, 2) / math.sqrt(4), dim=-1)
-    torch.testing.assert_close(weights, expected_w, atol=1e-12, rtol=1e-12)
-    torch.testing.assert_close(u, expected_w @ x, atol=1e-12, rtol=1e-12)
-    # one output by hand: u^<t> = sum_tau alpha_{t,tau} x^<tau>
-    s = [sum(x[1, 2, i] * x[1, tau, i] for i in range(4)) / 2.0 for tau in range(5)]
-    e = [math.exp(v) for v in s]
-    alpha = [v / sum(e) for v in e]
-    torch.testing.assert_close(u[1, 2], sum(alpha[tau] * x[1, tau] for tau in range(5)))
+    u, weights = self_attention(x, causal=causal)
+    u_loop, alpha_loop = by_loops(x, x, x, inner, causal)
+    torch.testing.assert_close(weights, alpha_loop, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(u, u_loop, atol=1e-12, rtol=1e-12)
+    assert (weights.triu(1) == 0).all() == causal
+    if causal:  # the first step sees only itself
+        torch.testing.assert_close(u[:, 0], x[:, 0])
 
 
-def test_self_attention_causal_and_padded():
+def test_self_attention_is_causal_by_default_and_takes_any_score():
     x = randn(2, 4, 3)
-    u, w = self_attention(x, causal=True)
-    assert (w.triu(1) == 0).all()
-    torch.testing.assert_close(u[:, 0], x[:, 0])  # the first step sees only itself
+    torch.testing.assert_close(self_attention(x)[1], self_attention(x, causal=True)[1])
+    torch.manual_seed(0)
+    general = Attention(3, 3, score="general").double()  # s = z_q^T W_s z_k
+    u, w = self_attention(x, score=general.scores)
+    W_s = general.W_s.detach()
+    u_loop, w_loop = by_loops(x, x, x, lambda a, b: float(a @ W_s @ b), True)
+    torch.testing.assert_close(w, w_loop.to(w), atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(u, u_loop.to(u), atol=1e-12, rtol=1e-12)
+    with pytest.raises(TypeError, match="score must be a function"):
+        self_attention(x, score="inner")
+    with pytest.raises(ValueError, match=r"score must return the \(B, T_q, T_k\)"):
+        self_attention(x, score=lambda q, k: q)
+
+
+def test_self_attention_padded():
+    x = randn(2, 4, 3)
     mask = padding([2, 4], 4)
-    u, w = self_attention(x, mask=mask)
+    u, w = self_attention(x, mask=mask, causal=False)
     assert (w[0, :, 2:] == 0).all()
     expected = torch.softmax(x[0] @ x[0, :2].T / math.sqrt(3), -1) @ x[0, :2]  # real keys
     torch.testing.assert_close(u[0], expected, atol=1e-12, rtol=1e-12)
 
 
+@pytest.mark.parametrize("causal", [True, False])
+def test_self_attention_with_p_by_p_matrices_is_the_formula_7_24(causal):
+    torch.manual_seed(0)
+    attention = SelfAttention(4, causal=causal).double()
+    assert [tuple(W.shape) for W in attention.parameters()] == [(4, 4)] * 3
+    assert attention.causal == causal and SelfAttention(4).causal
+    x = randn(2, 5, 4)
+    u, alpha = attention(x)
+    with torch.no_grad():
+        z_q, z_k, v = x @ attention.W_q.T, x @ attention.W_k.T, x @ attention.W_v.T
+    u_loop, alpha_loop = by_loops(z_q, z_k, v, inner, causal)
+    torch.testing.assert_close(alpha, alpha_loop, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(u, u_loop, atol=1e-12, rtol=1e-12)
+    # W_q = W_k = W_v = I gives (7.23)
+    with torch.no_grad():
+        for W in attention.parameters():
+            W.copy_(torch.eye(4))
+    torch.testing.assert_close(attention(x)[0], self_attention(x, causal=causal)[0])
+    with pytest.raises(ValueError, match="x has 3 features, expected 4"):
+        attention(randn(2, 5, 3))
+
+
+def test_self_attention_module_registers_a_learned_score():
+    score = Attention(4, 4, score="additive", attention_size=3)
+    attention = SelfAttention(4, score=score)
+    names = {name for name, _ in attention.named_parameters()}
+    assert {"W_q", "W_k", "W_v", "score.W_sa", "score.W_sb", "score.w_s"} <= names
+    with pytest.raises(TypeError, match="score must be a function"):
+        SelfAttention(4, score=3)(randn(1, 2, 4, dtype=torch.float32))
+
+
+def test_scaled_inner_product():
+    z_q, z_k = randn(2, 3, 5), randn(2, 4, 5, seed=1)
+    torch.testing.assert_close(scaled_inner_product(z_q, z_k),
+                               z_q @ z_k.transpose(1, 2) / math.sqrt(5))
+    with pytest.raises(ValueError, match="z_k has 4 features, expected 5"):
+        scaled_inner_product(z_q, randn(2, 4, 4))
+
+
+def test_masking_as_the_chapter_writes_it_equals_the_mask_matrix_7_27():
+    z_q, z_k = randn(2, 5, 3), randn(2, 5, 3, seed=1)
+    scores = masked_key_scores(z_q, z_k)  # keys after t set to -inf, s(z_q, -inf) = -inf
+    plain = scaled_inner_product(z_q, z_k)
+    Lambda = causal_mask(5, dtype=torch.float64)
+    assert torch.isneginf(scores).equal(torch.isneginf(Lambda).expand(2, 5, 5))
+    torch.testing.assert_close(scores, plain + Lambda)
+    torch.testing.assert_close(torch.softmax(scores, -1),
+                               inner_product_attention(z_q, z_k, z_k, causal=True)[1])
+    # with another score function too
+    torch.manual_seed(0)
+    concat = Attention(3, 3, score="concat").double()
+    torch.testing.assert_close(masked_key_scores(z_q, z_k, concat.scores),
+                               concat.scores(z_q, z_k) + Lambda)
+    # the literal -inf keys: an inner product gives -inf, +inf or nan by the query's signs
+    minus_inf = torch.full((3,), -math.inf, dtype=torch.float64)
+    assert torch.tensor([1.0, 2, 3], dtype=torch.float64) @ minus_inf == -math.inf
+    assert torch.tensor([-1.0, -2, -3], dtype=torch.float64) @ minus_inf == math.inf
+    assert torch.isnan(torch.tensor([1.0, -2, 3], dtype=torch.float64) @ minus_inf)
+    with pytest.raises(ValueError, match="share batch and time"):
+        masked_key_scores(z_q, z_k[:, :4])
+
+
 def test_causal_mask_values():
-    M = causal_mask(4)
-    assert M.shape == (4, 4) and M.dtype == torch.float32
+    Lambda = causal_mask(4)
+    assert Lambda.shape == (4, 4) and Lambda.dtype == torch.float32
     for i in range(4):
         for j in range(4):
-            assert M[i, j] == (0.0 if j <= i else -math.inf)
+            assert Lambda[i, j] == (0.0 if j <= i else -math.inf)
     # T_q < T_k: the queries are the last T_q times of the keys' axis
-    M = causal_mask(2, 5)
-    assert M.shape == (2, 5)
+    Lambda = causal_mask(2, 5)
+    assert Lambda.shape == (2, 5)
     expected = torch.tensor([[0, 0, 0, 0, -math.inf], [0, 0, 0, 0, 0]])
-    assert torch.equal(M, expected)
+    assert torch.equal(Lambda, expected)
     assert torch.equal(causal_mask(1, 3, dtype=torch.float64), torch.zeros(1, 3,
                                                                           dtype=torch.float64))
     with pytest.raises(ValueError, match="T_q"):
@@ -185,6 +285,8 @@ def test_forward_is_the_sum_over_heads_7_25_7_26(m, m_v):
         W_q, W_k = att.W_q[h * m:(h + 1) * m], att.W_k[h * m:(h + 1) * m]  # (m, p)
         W_v = att.W_v[h * m_v:(h + 1) * m_v]  # (m_v, p)
         W_c = att.W_c[:, h * m_v:(h + 1) * m_v]  # (p, m_v): W_c^h
+        for ours, theirs in zip(att.head(h + 1), (W_q, W_k, W_v, W_c), strict=True):
+            assert torch.equal(ours, theirs)
         q, k, v = x @ W_q.T, x @ W_k.T, x @ W_v.T
         alpha = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(m), -1)  # (B, T, T)
         torch.testing.assert_close(w[:, h], alpha, atol=1e-12, rtol=1e-12)
@@ -306,6 +408,8 @@ def test_sizes_and_errors():
     assert MultiHeadAttention(10, 4, m=3).m_v == 3  # explicit head size: fine
     with pytest.raises(ValueError, match="heads"):
         MultiHeadAttention(8, 0)
+    with pytest.raises(ValueError, match="h must be an int from 1 to H=2, got 0"):
+        att.head(0)
     with pytest.raises(ValueError, match="x has 7 features, expected 8"):
         att(torch.randn(2, 3, 7))
     with pytest.raises(ValueError, match="mask has shape"):

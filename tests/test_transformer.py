@@ -1,6 +1,7 @@
-"""Transformers (7.31)-(7.34): LayerNorm and the blocks against torch.nn, the parameter
-counts of (7.32), teacher forcing against step-by-step decoding with and without the
-key/value cache, padding, the decoder-only language model and its generation, errors."""
+"""Transformers (7.31)-(7.34): LayerNorm and the blocks against torch.nn, the blocks' steps
+in the order they run, the parameter counts of (7.32), padding to a fixed length, teacher
+forcing against step-by-step decoding with and without the key/value cache, padding, the
+decoder-only language model and its generation, errors."""
 
 import pytest
 import torch
@@ -18,6 +19,7 @@ from seqlib.transformer import (
     TransformerBlock,
     TransformerDecoderBlock,
     TransformerLM,
+    pad_to_length,
     transformer_block_params,
 )
 from seqlib.utils import count_parameters
@@ -172,6 +174,43 @@ def test_block_padding_and_causality():
     cache = {}  # one step at a time with the cache = the causal pass
     steps = torch.cat([block(x[:, t:t + 1], causal=True, cache=cache) for t in range(5)], 1)
     torch.testing.assert_close(steps, out, **TOL)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("decoder", [False, True])
+def test_steps_are_what_forward_runs_in_order(decoder, norm_first):
+    torch.manual_seed(0)
+    Block = TransformerDecoderBlock if decoder else TransformerBlock
+    block = Block(8, 2, n1=12, norm_first=norm_first)
+    steps = block.steps()
+    assert len(steps) == (6 if decoder else 4)  # the chapter's count: 6 against 4
+    ran = []
+    hooks = [module.register_forward_hook(lambda mod, args, out: ran.append(mod))
+             for _, module in steps]
+    x = torch.randn(2, 3, 8)
+    block(x, torch.randn(2, 4, 8)) if decoder else block(x)
+    for hook in hooks:
+        hook.remove()
+    assert ran == [module for _, module in steps]  # forward runs the steps in their order
+    names = [name for name, _ in steps]
+    if norm_first:
+        assert names[0::2] == ["LayerNorm"] * len(block.sublayers())
+    else:
+        assert names[1::2] == ["residual + LayerNorm"] * len(block.sublayers())
+        assert names[0] == ("masked multi-head self-attention" if decoder
+                            else "multi-head self-attention")
+
+
+def test_pad_to_length_the_chapters_toy():
+    ids, mask = pad_to_length([[5, 6, 7, 8, 3], [9, 10, 11, 12, 13, 14, 3]], 9)
+    assert ids.tolist() == [[5, 6, 7, 8, 3, 0, 0, 0, 0], [9, 10, 11, 12, 13, 14, 3, 0, 0]]
+    assert mask.tolist() == [[True] * 5 + [False] * 4, [True] * 7 + [False] * 2]
+    ids, mask = pad_to_length([[4, 4]], 2, pad_id=1)
+    assert ids.tolist() == [[4, 4]] and mask.all()
+    with pytest.raises(ValueError, match="sequences\\[1\\] has 3 tokens, more than the length 2"):
+        pad_to_length([[4], [4, 5, 6]], 2)
+    with pytest.raises(ValueError, match="length must be a positive int"):
+        pad_to_length([[4]], 0)
 
 
 # ------------------------------------------------------------------------ counts (7.32)
