@@ -14,6 +14,7 @@
 from matplotlib import patheffects
 
 from seqlib.diagrams import arrow, box, canvas, label, time_label
+from seqlib.seq2seq import AttentionSeq2Seq, Seq2Seq
 
 FIG_7_9_SOURCE = ("We", "enjoyed", "writing", "this", "book")
 FIG_7_9_TARGET = ("Nous", "avons", "aimé", "écrire", "ce", "livre", "<end>")
@@ -38,6 +39,7 @@ def _unit_name(recurrent) -> str:
 
 
 def _check_words(name: str, words) -> tuple:
+    """`words` as a tuple, or a TypeError naming the argument `name`."""
     if isinstance(words, str) or not all(isinstance(w, str) for w in words) or not words:
         raise TypeError(f"{name} must be a non-empty sequence of words (str), got {words!r}")
     return tuple(words)
@@ -52,8 +54,6 @@ def draw_encoder_decoder(model, source=FIG_7_9_SOURCE, target=FIG_7_9_TARGET, *,
     then its previous output word. With `model.feed_code`, z also feeds every decoder step
     and every output, panel (b). One row of units per layer. Returns the figure.
     """
-    from seqlib.seq2seq import Seq2Seq
-
     if not isinstance(model, Seq2Seq):
         raise TypeError(f"model must be a seqlib.seq2seq.Seq2Seq, got {type(model).__name__}")
     source, target = _check_words("source", source), _check_words("target", target)
@@ -86,7 +86,7 @@ def draw_encoder_decoder(model, source=FIG_7_9_SOURCE, target=FIG_7_9_TARGET, *,
 
     y_z = (y_unit + y_top) / 2
     box(ax, x_z, y_z, "$z$", kind="state", width=0.55, height=0.5, fontsize=11)
-    for layer in range(layers):  # every layer's last state is the code, and s^<0>
+    for layer in range(layers):  # each layer's last state: the code, the decoder's start
         y = y_unit + layer * dy
         arrow(ax, (x_enc[-1] + UNIT_W / 2, y), (x_z - 0.28, y_z), colour=CODE_COLOUR)
         arrow(ax, (x_z + 0.28, y_z), (x_dec[0] - UNIT_W / 2, y), colour=CODE_COLOUR)
@@ -120,8 +120,6 @@ def draw_attention_encoder_decoder(model, *, ax=None, title: str | None = None):
     z_q^<t> = s^<t-1>, keys and values v^<tau>, the model's score), and the decoder from
     <start> to <stop>. With `model.deep_output` the output y_hat^<t> also reads u^<t> and
     y_hat^<t-1> (dashed). Returns the figure."""
-    from seqlib.seq2seq import AttentionSeq2Seq
-
     if not isinstance(model, AttentionSeq2Seq):
         raise TypeError(f"model must be a seqlib.seq2seq.AttentionSeq2Seq, got "
                         f"{type(model).__name__}")
