@@ -1,28 +1,37 @@
-"""The attention mechanism of Section 7.4, equations (7.20)-(7.21).
+"""The attention mechanism of Section 7.4: the weights (7.20), the output (7.21) and the
+score functions.
 
-A query proxy z_q is compared with the key proxies z_k^<1>, ..., z_k^<T> by a score
-function s; the scores, passed through a softmax over the keys, are the attention weights,
-and the output is the weighted sum of the values v^<t>, (7.20):
+Query proxies z_q^<1>, ..., z_q^<T_out> (m_q features each) are compared with key proxies
+z_k^<1>, ..., z_k^<T_in> (m_k features) by a score function s. For each query t, a softmax
+over the keys gives the weight vector alpha^<t> = (alpha^<t>_1, ..., alpha^<t>_T_in), (7.20),
+and the output u^<t> is the weighted sum of the values v^<1>, ..., v^<T_in>, (7.21):
 
-    alpha_t = exp(s(z_q, z_k^<t>)) / sum_t' exp(s(z_q, z_k^<t'>)),
-    u = sum_t alpha_t v^<t>.
+    alpha^<t> = S_softmax(s(z_q^<t>, z_k^<1>), ..., s(z_q^<t>, z_k^<T_in>)),     (7.20)
+    u^<t> = sum_{tau=1}^{T_in} alpha^<t>_tau v^<tau>     (non-causal), or
+    u^<t> = sum_{tau=1}^{t} alpha^<t>_tau v^<tau>        (causal, T_out <= T_in).  (7.21)
 
-The score functions of (7.21), for z_q of m_q features and z_k of m_k features:
+The score functions of Section 7.4 (an unnumbered display of the chapter), with the
+chapter's parameter names and seqlib's:
 
-    "inner"     s = z_q^T z_k / sqrt(m)                  (m_q = m_k = m, scaled inner product)
-    "general"   s = z_q^T W_s z_k                        (W_s is m_q x m_k)
-    "concat"    s = w_s^T tanh(W [z_q; z_k])             (W is a x (m_q + m_k))
-    "additive"  s = w_s^T tanh(W_sa z_q + W_sb z_k)      (Bahdanau et al., 2014)
+    "inner"     z_q^T z_k / sqrt(max(m_q, m_k))   no parameters; needs m_q = m_k
+    "general"   z_q^T W_s z_k                     W_s: m_q x m_k              (W_s)
+    "concat"    w_s^T tanh(W~_s [z_q; z_k])       W~_s: m~ x (m_q + m_k)      (W), w_s: m~
+    "additive"  w_s^T tanh(W_sa z_q + W_sb z_k)   W_sa: m~ x m_q, W_sb: m~ x m_k, w_s: m~
 
-"concat" and "additive" are the same family (W = [W_sa, W_sb]); "concat" is written as the
-formula reads, on the concatenated pairs, "additive" projects queries and keys apart and
-costs much less memory. Tensors are (batch, time, features): queries (B, T_q, m_q), keys
-(B, T_k, m_k), values (B, T_k, m_v), weights (B, T_q, T_k), outputs (B, T_q, m_v).
+where the width m~ is seqlib's `attention_size`. "concat" and "additive" are the same
+family (W~_s = [W_sa, W_sb]); "concat" is written as the formula reads, on the concatenated
+pairs, "additive" (Bahdanau et al., 2015) projects queries and keys apart and costs much less
+memory. Tensors are (batch, time, features): queries (B, T_out, m_q), keys (B, T_in, m_k),
+values (B, T_in, m_v), weights (B, T_out, T_in), outputs (B, T_out, m_v).
 
-Two masks restrict which keys a query sees: a padding mask (B, T_k), True at real keys,
+Two masks restrict which keys a query sees: a padding mask (B, T_in), True at real keys,
 and `causal=True`, where queries and keys lie on the same time axis and the query at time
-t sees the keys at times <= t. A query that sees no key at all has no softmax to take: it
-raises a ValueError rather than returning NaN.
+t sees the keys at times <= t: the scores of the other keys are -inf, so the softmax of
+(7.20) runs over the visible keys only and each row of weights still sums to 1. With fewer
+queries than keys, seqlib puts the queries at the last T_out times (the keys before them
+were cached during decoding); the chapter's causal form with T_out < T_in puts query t at
+time t, which is causal attention over the first T_out keys. A query that sees no key at
+all has no softmax to take: it raises a ValueError rather than returning NaN.
 """
 
 import math
@@ -78,30 +87,45 @@ def visible_keys(mask: torch.Tensor | None, causal: bool, B: int, T_q: int, T_k:
     return allowed
 
 
-def attend(scores: torch.Tensor, values: torch.Tensor, *, mask: torch.Tensor | None = None,
-           causal: bool = False):
-    """(7.20): softmax of the scores (B, T_q, T_k) over the keys, then the weighted sum of
-    the values (B, T_k, m_v). Returns outputs u (B, T_q, m_v) and weights alpha (B, T_q, T_k).
+def attention_weights(scores: torch.Tensor, *, mask: torch.Tensor | None = None,
+                      causal: bool = False) -> torch.Tensor:
+    """(7.20): the weight vectors alpha^<t> = S_softmax(s(z_q^<t>, z_k^<1>), ...,
+    s(z_q^<t>, z_k^<T_in>)), one row per query, from the scores (B, T_out, T_in).
+
+    Keys hidden by `mask` (B, T_in) or by `causal` get the score -inf, hence the weight 0.
+    Returns alpha (B, T_out, T_in), rows summing to 1.
     """
     B, T_q, T_k = scores.shape
     if T_k == 0:
-        raise ValueError("there are no keys (T_k = 0): the attention weights are undefined")
-    if values.shape[:2] != (B, T_k):
-        raise ValueError(f"values has shape {tuple(values.shape)}, expected (batch, keys, "
-                         f"features) with batch, keys = {(B, T_k)}")
+        raise ValueError("there are no keys (T_in = 0): the attention weights are undefined")
     allowed = visible_keys(mask, causal, B, T_q, T_k, scores.device)
     if allowed is not None:
         scores = scores.masked_fill(~allowed, float("-inf"))  # exp(-inf) = 0: weight 0
-    alpha = torch.softmax(scores, dim=-1)  # (B, T_q, T_k), rows sum to 1
-    return alpha @ values, alpha  # u = sum_t alpha_t v^<t>: (B, T_q, m_v)
+    return torch.softmax(scores, dim=-1)  # (B, T_out, T_in), rows sum to 1
+
+
+def attend(scores: torch.Tensor, values: torch.Tensor, *, mask: torch.Tensor | None = None,
+           causal: bool = False):
+    """The weights (7.20) of the scores (B, T_out, T_in), then the outputs (7.21): u^<t> =
+    sum_tau alpha^<t>_tau v^<tau> over the values (B, T_in, m_v), over every key, or with
+    `causal` over tau <= t. Returns outputs u (B, T_out, m_v) and weights alpha (B, T_out,
+    T_in).
+    """
+    B, T_q, T_k = scores.shape
+    if values.shape[:2] != (B, T_k):
+        raise ValueError(f"values has shape {tuple(values.shape)}, expected (batch, keys, "
+                         f"features) with batch, keys = {(B, T_k)}")
+    alpha = attention_weights(scores, mask=mask, causal=causal)  # (B, T_out, T_in)
+    return alpha @ values, alpha  # (7.21): u (B, T_out, m_v)
 
 
 def inner_product_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, *,
                             mask: torch.Tensor | None = None, causal: bool = False):
-    """Attention (7.20) with the scaled inner-product score z_q^T z_k / sqrt(m) of (7.21).
+    """Attention (7.20)-(7.21) with the scaled inner-product score z_q^T z_k / sqrt(m).
 
-    queries (B, T_q, m), keys (B, T_k, m), values (B, T_k, m_v); returns outputs
-    (B, T_q, m_v) and weights (B, T_q, T_k). No parameters: the proxies are used as given.
+    queries (B, T_out, m), keys (B, T_in, m), values (B, T_in, m_v); returns outputs
+    (B, T_out, m_v) and weights (B, T_out, T_in). No parameters: the proxies are used as
+    given.
     """
     _check_tensor("queries", queries)
     _check_tensor("keys", keys)
@@ -113,7 +137,7 @@ def inner_product_attention(queries: torch.Tensor, keys: torch.Tensor, values: t
     if queries.shape[0] != keys.shape[0]:
         raise ValueError(f"queries and keys have batch sizes {queries.shape[0]} and "
                          f"{keys.shape[0]}, expected equal")
-    scores = queries @ keys.transpose(1, 2) / math.sqrt(keys.shape[-1])  # (B, T_q, T_k)
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(keys.shape[-1])  # (B, T_out, T_in)
     return attend(scores, values, mask=mask, causal=causal)
 
 
@@ -124,13 +148,15 @@ def _uniform(*shape: int) -> nn.Parameter:
 
 
 class Attention(nn.Module):
-    """Attention (7.20) with any score function of (7.21): "inner", "general", "concat" or
-    "additive" (the default, Bahdanau's).
+    """Attention (7.20)-(7.21) with any score function of Section 7.4: "inner", "general",
+    "concat" or "additive" (the default, Bahdanau's).
 
-    `attention_size` a is the width of the tanh layer of "concat" and "additive" (default:
-    query_size, as in Bahdanau et al.); the other two scores have no such layer.
-    `forward(queries (B, T_q, m_q), keys (B, T_k, m_k), values (B, T_k, m_v), *, mask=None,
-    causal=False)` returns outputs u (B, T_q, m_v) and weights alpha (B, T_q, T_k).
+    `attention_size` is the width m~ of the tanh layer of "concat" and "additive" (default:
+    query_size, as in Bahdanau et al.); the other two scores have no such layer. The
+    parameters keep the chapter's names, except W~_s of "concat", called `W`.
+    `forward(queries (B, T_out, m_q), keys (B, T_in, m_k), values (B, T_in, m_v), *,
+    mask=None, causal=False)` returns outputs u (B, T_out, m_v) and weights alpha
+    (B, T_out, T_in).
     """
 
     def __init__(self, query_size: int, key_size: int, score: str = "additive",
@@ -164,8 +190,8 @@ class Attention(nn.Module):
         self.attention_size = a if score in ("concat", "additive") else None
 
     def scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """s(z_q, z_k) of (7.21) for every pair: queries (B, T_q, m_q), keys (B, T_k, m_k)
-        -> scores (B, T_q, T_k)."""
+        """s(z_q^<t>, z_k^<tau>) for every pair: queries (B, T_out, m_q), keys (B, T_in, m_k)
+        -> scores (B, T_out, T_in)."""
         if self.score == "inner":
             return queries @ keys.transpose(1, 2) / math.sqrt(self.key_size)
         if self.score == "general":
@@ -175,14 +201,14 @@ class Attention(nn.Module):
             pairs = torch.cat([queries[:, :, None].expand(-1, -1, T_k, -1),  # (B, T_q, T_k, m_q)
                                keys[:, None].expand(-1, T_q, -1, -1)],  # (B, T_q, T_k, m_k)
                               dim=-1)  # [z_q; z_k] for every pair: (B, T_q, T_k, m_q + m_k)
-            return torch.tanh(pairs @ self.W.T) @ self.w_s  # (B, T_q, T_k)
+            return torch.tanh(pairs @ self.W.T) @ self.w_s  # W~_s = W: (B, T_q, T_k)
         a_q = (queries @ self.W_sa.T)[:, :, None]  # W_sa z_q: (B, T_q, 1, a)
         a_k = (keys @ self.W_sb.T)[:, None]  # W_sb z_k: (B, 1, T_k, a)
         return torch.tanh(a_q + a_k) @ self.w_s  # (B, T_q, T_k)
 
     def forward(self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, *,
                 mask: torch.Tensor | None = None, causal: bool = False):
-        """Outputs u (B, T_q, m_v) and attention weights alpha (B, T_q, T_k), (7.20)."""
+        """Outputs u (B, T_out, m_v), (7.21), and weights alpha (B, T_out, T_in), (7.20)."""
         _check_tensor("queries", queries, self.query_size)
         _check_tensor("keys", keys, self.key_size)
         _check_tensor("values", values)

@@ -1,14 +1,18 @@
 """Decoding: from an encoder-decoder to output sentences (Section 7.4).
 
-The decoder gives, at each step, a distribution over the next token given the source and
-the tokens so far. Translating means choosing tokens from it, one step at a time, from
-<start> until <stop> or `max_len` tokens:
+The decoder gives, at each step, a distribution y_hat^<t> over the next token given the
+source and the tokens so far, and reads back the token it chose, (7.22) and (7.34).
+Translating means choosing tokens from it, one step at a time, from <start> until <stop> or
+`max_len` tokens. The chapter takes the most probable token (an argmax) and, in Section 7.5,
+names sampling and beam search without their details: those details go beyond the chapter.
 
 - `greedy`: the most probable token at every step;
-- `sample`: a random token, from the distribution sharpened or flattened by a temperature,
-  optionally restricted to the k most probable tokens (top-k) or to the smallest set whose
-  probability reaches p (top-p, nucleus sampling, Holtzman et al., 2020);
-- `beam_search`: the `beam_size` most probable partial sentences kept at every step.
+- `sample`: a random token drawn from the distribution; the temperature that sharpens or
+  flattens it, and the restriction to the k most probable tokens (top-k) or to the
+  smallest set whose probability reaches p (top-p, nucleus sampling, Holtzman et al.,
+  2020), go beyond the chapter;
+- `beam_search`, beyond the chapter in its details: the `beam_size` most probable partial
+  sentences kept at every step.
 
 Any model works that follows the decoding protocol of seqlib.seq2seq:
 `start(src, src_mask) -> state`, `step(tokens (N,), state) -> (logits (N, V), state)` and

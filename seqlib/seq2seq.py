@@ -1,21 +1,26 @@
 """Encoder-decoder models of Section 7.4: Fig. 7.9 (a) and (b), and with attention, Fig. 7.10.
 
-An encoder reads the source sentence x^<1>, ..., x^<S> and a decoder writes the target
-y^<1>, ..., y^<T>, one token at a time, each step reading the previous token (<start> first).
+An encoder reads the source sentence x^<1>, ..., x^<T_in> and a decoder writes the target
+y^<1>, ..., y^<T_out>, one token at a time, each step reading the previous token (<start>
+first). During training the decoder reads the true previous token y^<t-1> in place of its
+own prediction y_hat^<t-1> (teacher forcing); when translating, it reads its prediction.
 
 - Fig. 7.9 (a): the code z, the encoder's last state, is the decoder's initial state.
 - Fig. 7.9 (b): z is also fed to every decoder step (concatenated to its input) and to the
   output layer (Cho et al., 2014). Sutskever et al. (2014) also reverse the source.
-- Fig. 7.10, (7.22): a bidirectional encoder gives v^<t> = [h_fwd^<t>; h_bwd^<t>] at every
-  source position, and at each step t the decoder attends to them with the query
-  z_q = s^<t-1> (Bahdanau et al., 2014); the attention output u^<t> feeds the unit with the
-  embedded previous token, and the output layer reads [s^<t>; u^<t>; embedded y^<t-1>].
+- Fig. 7.10, (7.22): a bidirectional encoder gives v^<tau> = [h_f^<tau>; h_r^<tau>] at
+  every source position; at step t the decoder attends to them, (7.20)-(7.21), with the
+  query z_q^<t> = s^<t-1> and keys and values v^<tau> (Bahdanau et al., 2015), and
+      s^<t> = f_decoder(s^<t-1>, y_hat^<t-1>, u^<t>),   y_hat^<t> = f_decoder-out(s^<t>).
+  With `deep_output=True` the output layer reads [s^<t>; u^<t>; embedded y^<t-1>] instead
+  (Bahdanau et al.'s deep output).
 
-Ids are (batch, time) tensors, logits (batch, time, vocabulary). Batches are padded at the
-end with <empty> (id 0) and come with a mask, True at real tokens (seqlib.text.pad_batch).
-Padding never changes a result: the encoder holds its state at padded steps, so the code
-is the state after the last real token; attention gives padded keys weight 0; and the
-loss ignores padded target positions (the chapter's footnote).
+Ids are (batch, time) tensors, logits (batch, time, vocabulary); in shape comments S = T_in
+and T = T_out. Batches are padded at the end with <empty> (id 0) and come with a mask, True
+at real tokens (seqlib.text.pad_batch). Padding never changes a result: the encoder holds
+its state at padded steps, so the code is the state after the last real token; attention
+gives padded keys weight 0; and the loss ignores padded target positions (the chapter's
+footnote 9).
 
 Both models share one decoding protocol, used by seqlib.decoding: `start(src, src_mask)`
 -> state, `step(tokens (N,), state)` -> (logits (N, V), state), `reorder(state, index)`
@@ -243,21 +248,25 @@ class Seq2Seq(nn.Module):
 
 
 class AttentionSeq2Seq(nn.Module):
-    """Encoder-decoder with attention, Fig. 7.10 and (7.22) (Bahdanau et al., 2014).
+    """Encoder-decoder with attention, Fig. 7.10 and (7.22) (Bahdanau et al., 2015).
 
     Encoder: bidirectional unit of `encoder_size` per direction (default hidden_size);
-    v^<t> (B, S, 2 encoder_size). Decoder, at step t, with e^<t-1> the embedded y^<t-1>:
-        u^<t>, alpha^<t> = Attention(z_q = s^<t-1>, z_k = v, values v)      (7.20)-(7.21)
-        s^<t> = unit(s^<t-1>, [e^<t-1>; u^<t>])                             (7.22)
-        logits^<t> = W_o [s^<t>; u^<t>; e^<t-1>] + b_o
-    with s^<0> = tanh(W_init h_bwd^<1> + b_init), the backward state that read the whole
-    sentence (and c^<0> = 0 for the LSTM). `forward(src, src_mask, tgt_in,
-    return_attention=False)` returns logits (B, T, V), and the weights (B, T, S) if asked.
+    v^<tau> = [h_f^<tau>; h_r^<tau>] (B, T_in, 2 encoder_size). Decoder step t, with
+    e^<t-1> the embedded previous token y^<t-1> (teacher forcing) or y_hat^<t-1>:
+        u^<t>, alpha^<t> = Attention(z_q = s^<t-1>, z_k = v, values v)   (7.20)-(7.21)
+        s^<t> = unit(s^<t-1>, [e^<t-1>; u^<t>])                          f_decoder, (7.22)
+        logits^<t> = W_o s^<t> + b_o                                     f_decoder-out
+    or, with `deep_output=True`, logits^<t> = W_o [s^<t>; u^<t>; e^<t-1>] + b_o; y_hat^<t>
+    is the softmax of the logits. The chapter leaves s^<0> open: here s^<0> = tanh(W_init
+    h_r^<1> + b_init), from the reverse state that read the whole sentence (and c^<0> = 0
+    for the LSTM). `forward(src, src_mask, tgt_in, return_attention=False)` returns logits
+    (B, T_out, V), and the weights (B, T_out, T_in) if asked.
     """
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, embed_size: int,
                  hidden_size: int, *, unit: str = "gru", encoder_size: int | None = None,
-                 score: str = "additive", attention_size: int | None = None, pad_id: int = 0):
+                 score: str = "additive", attention_size: int | None = None,
+                 deep_output: bool = False, pad_id: int = 0):
         super().__init__()
         n = hidden_size if encoder_size is None else positive_int("encoder_size", encoder_size)
         if score == "inner" and hidden_size != 2 * n:
@@ -265,52 +274,58 @@ class AttentionSeq2Seq(nn.Module):
                              f"hidden_size == 2 * encoder_size, got {hidden_size} and {n}")
         if score not in SCORES:
             raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+        if not isinstance(deep_output, bool):
+            raise TypeError(f"deep_output must be a bool, got {type(deep_output).__name__}")
         self.src_vocab_size, self.tgt_vocab_size, self.encoder_size = (src_vocab_size,
                                                                        tgt_vocab_size, n)
+        self.deep_output = deep_output
         self.encoder = Encoder(src_vocab_size, embed_size, n, unit=unit, bidirectional=True,
                                pad_id=pad_id)
         self.decoder = nn.Module()  # a plain container, so freeze(model.decoder) works
         self.decoder.embedding = nn.Embedding(tgt_vocab_size, embed_size, padding_idx=pad_id)
-        self.decoder.initial = nn.Linear(n, hidden_size)  # s^<0> from h_bwd^<1>
+        self.decoder.initial = nn.Linear(n, hidden_size)  # s^<0> from h_r^<1>
         self.decoder.attention = Attention(hidden_size, 2 * n, score, attention_size)
         self.decoder.recurrent = make_unit(unit, embed_size + 2 * n, hidden_size)
-        self.decoder.output = nn.Linear(hidden_size + 2 * n + embed_size, tgt_vocab_size)
+        reads = hidden_size + (2 * n + embed_size if deep_output else 0)  # s, or [s; u; e]
+        self.decoder.output = nn.Linear(reads, tgt_vocab_size)
 
     def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
-        """Decoding state: s^<0>, the keys/values v (B, S, 2 n), the source mask, and the
+        """Decoding state: s^<0>, the keys/values v (B, T_in, 2 n), the source mask, and the
         attention weights of the last step (None before the first)."""
-        v, _ = self.encoder(src, src_mask)  # (B, S, 2 n)
-        s0 = torch.tanh(self.decoder.initial(v[:, 0, self.encoder_size:]))[None]  # (1, B, m)
+        v, _ = self.encoder(src, src_mask)  # (B, T_in, 2 n)
+        h_r1 = v[:, 0, self.encoder_size:]  # (B, n): h_r^<1>, the reverse state at tau = 1
+        s0 = torch.tanh(self.decoder.initial(h_r1))[None]  # (1, B, m)
         lstm = self.decoder.recurrent.state_count == 2
         hidden = (s0, torch.zeros_like(s0)) if lstm else (s0,)  # c^<0> = 0 for the LSTM
         return {"hidden": hidden, "keys": v, "mask": src_mask, "weights": None}
 
     def step(self, tokens: torch.Tensor, state: dict):
         """One decoder step (7.22): the previous tokens (N,) -> logits (N, V) of the next,
-        state (whose "weights" (N, S) are this step's attention weights)."""
+        state (whose "weights" (N, T_in) are this step's attention weights alpha^<t>)."""
         check_ids(tokens, name="tokens", dim=1, vocab_size=self.tgt_vocab_size)
         dec, v = self.decoder, state["keys"]
-        e = dec.embedding(tokens)  # (N, E)
-        s_prev = state["hidden"][0][-1]  # (N, m): the query z_q = s^<t-1>
+        e = dec.embedding(tokens)  # (N, E): the previous token y^<t-1>
+        s_prev = state["hidden"][0][-1]  # (N, m): the query z_q^<t> = s^<t-1>
         u, alpha = dec.attention(s_prev[:, None], v, v, mask=state["mask"])  # (N, 1, 2n)
-        u, alpha = u[:, 0], alpha[:, 0]  # (N, 2 n), (N, S)
+        u, alpha = u[:, 0], alpha[:, 0]  # u^<t> (N, 2 n), alpha^<t> (N, T_in)
         s, hidden = dec.recurrent.recur(torch.cat([e, u], -1)[:, None], state["hidden"])
-        logits = dec.output(torch.cat([s[:, 0], u, e], dim=-1))  # (N, V)
+        s = s[:, 0]  # (N, m): s^<t> = f_decoder(s^<t-1>, y^<t-1>, u^<t>)
+        logits = dec.output(torch.cat([s, u, e], dim=-1) if self.deep_output else s)  # (N, V)
         return logits, {**state, "hidden": hidden, "weights": alpha}
 
     reorder = staticmethod(reorder_state)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
                 return_attention: bool = False):
-        """Teacher forcing: logits (B, T, V), and attention weights (B, T, S) if asked."""
+        """Teacher forcing: logits (B, T_out, V), and weights (B, T_out, T_in) if asked."""
         check_ids(tgt_in, name="tgt_in", dim=2, vocab_size=self.tgt_vocab_size)
         if tgt_in.shape[0] != src.shape[0] or tgt_in.shape[1] == 0:
             raise ValueError(f"tgt_in has shape {tuple(tgt_in.shape)}, expected "
                              f"({src.shape[0]}, T >= 1) for a source batch of {src.shape[0]}")
         state, logits, weights = self.start(src, src_mask), [], []
-        for y_prev in tgt_in.unbind(1):  # the decoder's query depends on s^<t-1>: one step
-            step_logits, state = self.step(y_prev, state)  # at a time, as when decoding
+        for y_prev in tgt_in.unbind(1):  # the query z_q^<t> = s^<t-1>: one step at a time,
+            step_logits, state = self.step(y_prev, state)  # reading y^<t-1> for y_hat^<t-1>
             logits.append(step_logits)
             weights.append(state["weights"])
-        logits = torch.stack(logits, dim=1)  # (B, T, V)
-        return (logits, torch.stack(weights, dim=1)) if return_attention else logits  # (B,T,S)
+        logits = torch.stack(logits, dim=1)  # (B, T_out, V)
+        return (logits, torch.stack(weights, dim=1)) if return_attention else logits

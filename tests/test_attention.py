@@ -1,12 +1,18 @@
 """The attention mechanism (7.20)-(7.21): weights, masks, causality, each score function
-against a hand computation, gradients, clear errors."""
+against a hand computation, the chapter's parameter shapes, gradients, clear errors."""
 
 import math
 
 import pytest
 import torch
 
-from seqlib.attention import SCORES, Attention, attend, inner_product_attention
+from seqlib.attention import (
+    SCORES,
+    Attention,
+    attend,
+    attention_weights,
+    inner_product_attention,
+)
 
 
 def tensors(B=2, T_q=3, T_k=5, m_q=4, m_k=4, m_v=6, seed=0, dtype=torch.float32):
@@ -175,3 +181,48 @@ def test_gradcheck(score):
     assert torch.autograd.gradcheck(
         lambda *p: torch.func.functional_call(att, dict(zip(names, p, strict=True)),
                                               (q.detach(), k.detach(), v.detach()))[0], params)
+
+
+def test_weights_7_20_by_hand():
+    """alpha^<t>_tau = exp(s(z_q^<t>, z_k^<tau>)) / sum_tau' exp(s(z_q^<t>, z_k^<tau'>))."""
+    scores = torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(0))
+    alpha = attention_weights(scores)
+    for b in range(2):
+        for t in range(3):
+            e = [math.exp(scores[b, t, tau]) for tau in range(5)]
+            torch.testing.assert_close(alpha[b, t], torch.tensor([x / sum(e) for x in e]))
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_causal_7_21_is_the_explicit_sum_over_earlier_times(score):
+    """u^<t> = sum_{tau <= t} alpha^<t>_tau v^<tau>, the softmax over tau <= t only."""
+    att = module(score)
+    q, k, v = tensors(T_q=5, T_k=5)
+    u, alpha = att(q, k, v, causal=True)
+    s = att.scores(q, k)  # (B, 5, 5)
+    for t in range(5):
+        a = torch.softmax(s[:, t, :t + 1], dim=-1)  # (B, t + 1): (7.20) over tau <= t
+        torch.testing.assert_close(alpha[:, t, :t + 1], a)
+        explicit = sum(a[:, tau, None] * v[:, tau] for tau in range(t + 1))
+        torch.testing.assert_close(u[:, t], explicit)
+
+
+def test_the_chapters_causal_form_with_fewer_outputs_uses_the_first_keys():
+    """With T_out < T_in, query t sees keys 1, ..., t: causal attention on the first T_out."""
+    q, k, v = tensors(T_q=3, T_k=5)
+    u, _ = inner_product_attention(q, k[:, :3], v[:, :3], causal=True)
+    s = q @ k.transpose(1, 2) / 2.0  # sqrt(m) = 2
+    for t in range(3):
+        a = torch.softmax(s[:, t, :t + 1], dim=-1)
+        torch.testing.assert_close(u[:, t], (a[:, :, None] * v[:, :t + 1]).sum(1))
+
+
+def test_score_parameters_have_the_chapters_shapes():
+    m_q, m_k, m_tilde = 3, 5, 7
+    general = Attention(m_q, m_k, "general")
+    concat = Attention(m_q, m_k, "concat", attention_size=m_tilde)
+    additive = Attention(m_q, m_k, "additive", attention_size=m_tilde)
+    assert general.W_s.shape == (m_q, m_k)
+    assert concat.W.shape == (m_tilde, m_q + m_k) and concat.w_s.shape == (m_tilde,)
+    assert additive.W_sa.shape == (m_tilde, m_q) and additive.W_sb.shape == (m_tilde, m_k)
+    assert additive.w_s.shape == (m_tilde,)

@@ -59,11 +59,13 @@ def one_source(n=1):
 
 def models():
     """Three small random encoder-decoders, weights doubled so that what they write depends
-    on the source and some sentences stop before max_len (the tests check that they do)."""
+    on the source and some sentences stop before max_len (the tests check that they do; the
+    seed of the attention model is one for which they do)."""
     torch.manual_seed(0)
     models = [Seq2Seq(V_SRC, V_TGT, 6, 8, unit="lstm", feed_code=True),
-              Seq2Seq(V_SRC, V_TGT, 6, 8, unit="rnn", reverse_source=True),
-              AttentionSeq2Seq(V_SRC, V_TGT, 6, 8, unit="gru")]
+              Seq2Seq(V_SRC, V_TGT, 6, 8, unit="rnn", reverse_source=True)]
+    torch.manual_seed(1)
+    models.append(AttentionSeq2Seq(V_SRC, V_TGT, 6, 8, unit="gru"))
     with torch.no_grad():
         for p in (p for model in models for p in model.parameters()):
             p.mul_(2)

@@ -29,6 +29,8 @@ MODELS = {
     "reversed-2layers": lambda unit: Seq2Seq(V_SRC, V_TGT, E, M, unit=unit, num_layers=2,
                                              reverse_source=True),
     "fig7.10": lambda unit: AttentionSeq2Seq(V_SRC, V_TGT, E, M, unit=unit, encoder_size=6),
+    "fig7.10-deep": lambda unit: AttentionSeq2Seq(V_SRC, V_TGT, E, M, unit=unit, encoder_size=6,
+                                                  deep_output=True),
 }
 
 
@@ -75,10 +77,13 @@ def test_parameter_counts(unit):
     assert count_parameters(make("fig7.9b", unit)) == enc + b
     n = 6  # encoder size per direction; keys v^<t> have 2 n features
     enc = V_SRC * E + 2 * unit_count(E, n)
-    dec = (V_TGT * E + (n * M + M)  # embedding, s^<0> = tanh(W_init h_bwd^<1> + b_init)
-           + (M * M + M * 2 * n + M)  # additive score: W_sa, W_sb, w_s with a = M
-           + unit_count(E + 2 * n, M) + (M + 2 * n + E) * V_TGT + V_TGT)
-    assert count_parameters(make("fig7.10", unit)) == enc + dec
+    dec = (V_TGT * E + (n * M + M)  # embedding, s^<0> = tanh(W_init h_r^<1> + b_init)
+           + (M * M + M * 2 * n + M)  # additive score: W_sa, W_sb, w_s with m~ = M
+           + unit_count(E + 2 * n, M))  # f_decoder reads [e^<t-1>; u^<t>]
+    out = M * V_TGT + V_TGT  # f_decoder-out reads s^<t> alone, (7.22)
+    assert count_parameters(make("fig7.10", unit)) == enc + dec + out
+    deep = (M + 2 * n + E) * V_TGT + V_TGT  # the deep output reads [s^<t>; u^<t>; e^<t-1>]
+    assert count_parameters(make("fig7.10-deep", unit)) == enc + dec + deep
 
 
 @pytest.mark.parametrize("unit", [RNN, LSTM, GRU], ids=lambda u: u.__name__)
@@ -151,7 +156,7 @@ def test_step_by_step_equals_teacher_forcing(name, unit):
         torch.testing.assert_close(step_logits, logits[:, t])
 
 
-@pytest.mark.parametrize("name", ["fig7.9b", "fig7.10"])
+@pytest.mark.parametrize("name", ["fig7.9b", "fig7.10", "fig7.10-deep"])
 def test_reorder_selects_and_repeats_batch_entries(name):
     model = make(name, "lstm", dtype=torch.float64)
     src, src_mask, tgt_in, _ = batch()
@@ -162,6 +167,50 @@ def test_reorder_selects_and_repeats_batch_entries(name):
         logits, state = model.step(tgt_in[index, t], state)
         ref, picked = model.step(tgt_in[index, t], picked)
         torch.testing.assert_close(logits, ref)
+
+
+@pytest.mark.parametrize("deep_output", [False, True])
+def test_the_output_reads_what_the_option_says(deep_output):
+    """(7.22): y_hat^<t> = f_decoder-out(s^<t>), or the deep output of [s^<t>; u^<t>; e^<t-1>]."""
+    model = make("fig7.10-deep" if deep_output else "fig7.10", "gru", dtype=torch.float64)
+    src, src_mask, tgt_in, _ = batch()
+    state = model.start(src, src_mask)
+    logits, after = model.step(tgt_in[:, 0], state)
+    s = after["hidden"][0][-1]  # s^<1>
+    u = after["weights"][:, None] @ state["keys"]  # u^<1> = sum_tau alpha^<1>_tau v^<tau>
+    reads = torch.cat([s, u[:, 0], model.decoder.embedding(tgt_in[:, 0])], -1) if deep_output \
+        else s
+    torch.testing.assert_close(logits, model.decoder.output(reads))
+
+
+def test_the_decoder_step_by_hand():
+    """(7.22) with the query z_q = s^<t-1> and keys and values v^<tau> = [h_f^<tau>; h_r^<tau>]."""
+    model = make("fig7.10", "gru", dtype=torch.float64)
+    src, src_mask, tgt_in, _ = batch(lengths=(4,), tgt_lengths=(3,))
+    dec = model.decoder
+    x = model.encoder.embedding(src)  # (1, 4, E)
+    h_f, h_r = model.encoder.recurrent.cells  # forward and reverse GRU cells
+    forward, reverse, h = [], [None] * 4, x.new_zeros(1, 6)
+    for t in range(4):
+        h = h_f(x[:, t], h)
+        forward.append(h)
+    h = x.new_zeros(1, 6)
+    for t in reversed(range(4)):
+        h = h_r(x[:, t], h)
+        reverse[t] = h
+    v = torch.stack([torch.cat([f, r], -1) for f, r in zip(forward, reverse, strict=True)], 1)
+    s = torch.tanh(dec.initial(reverse[0]))  # s^<0>
+    logits = model(src, src_mask, tgt_in)
+    for t in range(tgt_in.shape[1]):
+        alpha = torch.softmax(dec.attention.scores(s[:, None], v)[:, 0], -1)  # (7.20)
+        u = (alpha[:, :, None] * v).sum(1)  # (7.21)
+        s = dec.recurrent.cells[0](torch.cat([dec.embedding(tgt_in[:, t]), u], -1), s)
+        torch.testing.assert_close(logits[:, t], dec.output(s))
+
+
+def test_deep_output_must_be_a_bool():
+    with pytest.raises(TypeError, match="deep_output must be a bool"):
+        AttentionSeq2Seq(V_SRC, V_TGT, E, M, deep_output="yes")
 
 
 @pytest.mark.parametrize("score", ["inner", "general", "concat", "additive"])
