@@ -2,7 +2,8 @@
 
 Two comparisons, float32, one CPU thread on the CPU:
 
-1. attention, softmax(Q K^T / sqrt(m) + M) V of (7.24)-(7.27): seqlib's explicit path
+1. attention, softmax(Q K^T / sqrt(m) + Lambda) V of (7.24)-(7.27), Lambda the additive
+   mask: seqlib's explicit path
    (scaled_dot_product(..., fast=False), which forms the T x T weights), its fast path
    (fast=True) and torch.nn.functional.scaled_dot_product_attention called directly; batch
    8, 8 heads, head size m = 64, T = 64 ... 2048, causal and not.
@@ -230,7 +231,7 @@ ATTENTION = ("seqlib explicit", "seqlib fast", "torch SDPA")
 
 
 def attention_cases(T: int, causal: bool, device: torch.device) -> dict:
-    """The three implementations of softmax(Q K^T / sqrt(m) + M) V on the same q, k, v."""
+    """The three implementations of softmax(Q K^T / sqrt(m) + Lambda) V on the same q, k, v."""
     gen = torch.Generator().manual_seed(T)
     q, k, v, grad = (torch.randn(B, H, T, M, generator=gen).to(device) for _ in range(4))
     leaves = [x.requires_grad_() for x in (q, k, v)]
