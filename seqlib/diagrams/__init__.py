@@ -28,16 +28,25 @@ COLOURS = {
 }
 
 
-def canvas(width: float, height: float, *, scale: float = 0.9, title: str | None = None):
-    """A figure and an axes of `width` x `height` data units, equal aspect, no frame."""
-    fig, ax = plt.subplots(figsize=(max(2.0, width * scale), max(1.5, height * scale)))
+def frame(ax, width: float, height: float, title: str | None = None, **title_style):
+    """Set up `ax` as a frameless drawing area of `width` x `height` data units with equal
+    aspect (and a title, styled by `title_style`); returns (figure, ax)."""
     ax.set_xlim(0, width)
     ax.set_ylim(0, height)
     ax.set_aspect("equal")
     ax.axis("off")
     if title:
-        ax.set_title(title)
-    return fig, ax
+        ax.set_title(title, **title_style)
+    return ax.figure, ax
+
+
+def canvas(width: float, height: float, *, scale: float = 0.9, title: str | None = None,
+           ax=None):
+    """A figure and an axes of `width` x `height` data units, equal aspect, no frame; or,
+    given `ax`, that axes set up the same way (`frame`)."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(2.0, width * scale), max(1.5, height * scale)))
+    return frame(ax, width, height, title)
 
 
 def box(ax, x: float, y: float, text: str = "", *, kind: str = "unit", width: float = 1.0,

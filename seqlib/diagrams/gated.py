@@ -18,20 +18,6 @@ REVERSE = "#b45f06"  # the arrows of the reverse direction
 SIG, TANH = r"$S_{\mathrm{Sig}}(\cdot)$", r"$S_{\mathrm{Tanh}}(\cdot)$"
 
 
-def _axes(ax, width: float, height: float, title: str | None):
-    """`canvas(width, height)`, or the same set-up on an existing axes."""
-    if ax is None:
-        fig, ax = canvas(width, height, title=title)
-        return fig, ax
-    ax.set_xlim(0, width)
-    ax.set_ylim(0, height)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    if title:
-        ax.set_title(title)
-    return ax.figure, ax
-
-
 def _line(ax, *points, colour="black"):
     """A polyline without arrow head through `points` (x, y)."""
     xs, ys = zip(*points, strict=True)
@@ -78,7 +64,7 @@ def draw_recurrent(model: Recurrent, steps: int = 3, *, ax=None, title: str | No
         return (left + dx * (t - 0.5) + (2 * d - 1) * shift,
                 1.5 + (layer - 1) * layer_height + d * rise)
 
-    fig, ax = _axes(ax, width, height, title)
+    fig, ax = canvas(width, height, title=title, ax=ax)
     y_in, y_out = 0.35, 1.5 + (L - 1) * layer_height + (D - 1) * rise + 1.0
     many_layers, two_ways = L > 1, D == 2
     for t in range(1, steps + 1):
@@ -251,7 +237,7 @@ def draw_unit(cell, *, ax=None, title: str | None = None):
     chapter. Returns the figure (drawn on `ax` if given)."""
     if not isinstance(cell, LSTMCell | GRUCell):
         raise TypeError(f"cell must be an LSTMCell or a GRUCell, got {type(cell).__name__}")
-    fig, ax = _axes(ax, 10.0, 6.2, title)
+    fig, ax = canvas(10.0, 6.2, title=title, ax=ax)
     (_lstm if isinstance(cell, LSTMCell) else _gru)(ax, cell)
     return fig
 

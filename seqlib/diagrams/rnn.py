@@ -9,20 +9,10 @@ and Fig. 7.5 runs a trained one, so neither can drift from the model it shows.
 import matplotlib.pyplot as plt
 import torch
 
-from seqlib.diagrams import COLOURS, arrow, box, canvas, label, op, time_label
+from seqlib.diagrams import COLOURS, arrow, box, canvas, frame, label, op, time_label
 from seqlib.rnn import RNN
 
 DOTS = "..."  # a unit of `unrolled` drawn as an ellipsis: the steps in between
-
-
-def frame(ax, width: float, height: float, title: str | None = None):
-    """Set up an existing axes as `canvas` does: `width` x `height` data units, no frame."""
-    ax.set_xlim(0, width)
-    ax.set_ylim(0, height)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    if title:
-        ax.set_title(title, loc="left", fontsize=10)
 
 
 def unrolled(ax, units: list, inputs: list | None = None, outputs: list | None = None, *,
@@ -86,7 +76,7 @@ def tasks(sentiment: str, classes: list[str], source: str, target: str, caption:
                                                  "(b) sentiment analysis",
                                                  "(c) machine translation",
                                                  "(d) image captioning"), strict=True):
-        frame(ax, width, height, title)
+        frame(ax, width, height, title, loc="left", fontsize=10)
     gray = "dimgray"
 
     ax = axes[0]  # (a) warm-up on x^<1..T>, then each prediction is the next input

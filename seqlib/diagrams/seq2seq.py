@@ -22,17 +22,6 @@ CODE_COLOUR = "#b45f06"  # the code z and where it goes
 UNIT_W, UNIT_H = 0.9, 0.5
 
 
-def _axes(ax, width: float, height: float, scale: float):
-    """`canvas(width, height)`, or the given axes set up the same way."""
-    if ax is None:
-        return canvas(width, height, scale=scale)
-    ax.set_xlim(0, width)
-    ax.set_ylim(0, height)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    return ax.figure, ax
-
-
 def _unit_name(recurrent) -> str:
     """The unit's class name ("RNN", "LSTM", "GRU"), written in the boxes."""
     return type(recurrent).__name__
@@ -67,7 +56,7 @@ def draw_encoder_decoder(model, source=FIG_7_9_SOURCE, target=FIG_7_9_TARGET, *,
     x_z = x_enc[-1] + gap
     x_dec = [x_z + gap + j * dx for j in range(len(target))]
     width, height = x_dec[-1] + 0.8, y_out + (0.75 if title else 0.45)
-    fig, ax = _axes(ax, width, height, scale=0.62)
+    fig, ax = canvas(width, height, scale=0.62, ax=ax)
 
     for xs, inputs in [(x_enc, read), (x_dec, ("<start>",) + target[:-1])]:
         for k, (x, word) in enumerate(zip(xs, inputs, strict=True)):
@@ -151,7 +140,7 @@ def draw_attention_encoder_decoder(model, *, ax=None, title: str | None = None):
     y_out = y_dec + 1.15
     y_att = y_v + 0.95  # centre of the attention box
     width, height = x_dec[-1] + 0.75, y_att + (1.05 if title else 0.5)
-    fig, ax = _axes(ax, width, height, scale=0.62)
+    fig, ax = canvas(width, height, scale=0.62, ax=ax)
 
     states, offsets = ["h_f", "h_r"], [-shift, shift]
     columns = [(x, t) for x, t in zip(x_enc, enc_t, strict=True) if t is not None]

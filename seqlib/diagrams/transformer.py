@@ -11,20 +11,10 @@ that stand for a model's parts carry a gid ("head", "sublayer", "norm", "residua
 
 import matplotlib.pyplot as plt
 
-from seqlib.diagrams import arrow, box, canvas, label, op, time_label
+from seqlib.diagrams import arrow, box, canvas, frame, label, op, time_label
 
 LEARNED = "#1f5fbf"  # the learned matrices W_q, W_k, W_v of (7.24) (blue in Fig. 7.12)
 NON_CAUSAL = "#c0392b"  # what the non-causal form adds (red in Fig. 7.12)
-
-
-def _frame(ax, width: float, height: float, title: str | None = None):
-    """Make `ax` a frameless canvas of width x height data units, as `canvas` does."""
-    ax.set_xlim(0, width)
-    ax.set_ylim(0, height)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    if title:
-        ax.set_title(title)
 
 
 def _tagged(ax, gid: str) -> None:
@@ -174,7 +164,7 @@ def _draw_block(ax, block, title: str) -> None:
     sublayers = block.sublayers()
     per = 2.8
     height, width = 1.9 + per * len(sublayers), 6.2
-    _frame(ax, width, height, title)
+    frame(ax, width, height, title)
     x, y = 2.95, 0.35
     pre = block.norm_first
     name_in = r"$a_{\mathrm{in}}^{\langle 1 \rangle} \cdots a_{\mathrm{in}}^{\langle T \rangle}$"
