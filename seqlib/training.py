@@ -119,6 +119,13 @@ def _fingerprint(name: str, model: nn.Module, key: tuple) -> str:
     return h.hexdigest()[:20]
 
 
+def cache_path(name: str, model: nn.Module, *key) -> pathlib.Path:
+    """The file in which `cached` keeps the run (name, model, key), trained or not yet."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    return cache_dir() / f"{name}-{_fingerprint(name, model, key)}.pt"
+
+
 def cached(name: str, model: nn.Module, fit: Callable[[], dict], *key) -> dict:
     """Run `fit()`, which trains `model` and returns its history, or, when an identical run
     saved its result, load the weights into `model` and return the saved history.
@@ -130,9 +137,7 @@ def cached(name: str, model: nn.Module, fit: Callable[[], dict], *key) -> dict:
     parallel) take turns through a lock file: the first trains and saves, the others wait
     and load what it saved, so no run is trained twice.
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    path = cache_dir() / f"{name}-{_fingerprint(name, model, key)}.pt"
+    path = cache_path(name, model, *key)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):
         if path.exists():

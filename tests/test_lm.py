@@ -394,6 +394,31 @@ def test_trained_saves_then_loads(monkeypatch, tmp_path):
             lm.trained(name, tiny_model("gru", len(vocab)).float(), data, config)
 
 
+def test_trained_together_trains_in_processes_exactly_as_here(monkeypatch, tmp_path):
+    vocab, ids = corpus()
+    config = dict(CONFIG, steps=20)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the workers take this process's number of threads
+    try:
+        monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "here"))
+        here = {unit: tiny_model(unit, len(vocab)).float() for unit in UNITS}
+        expected = {unit: lm.trained(unit, model, ids, config) for unit, model in here.items()}
+        monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "workers"))
+        runs = {unit: (tiny_model(unit, len(vocab)).float(), config) for unit in UNITS}
+        histories = lm.trained_together(runs, ids, processes=2)
+        assert len(list((tmp_path / "workers").glob("*.pt"))) == 3
+        monkeypatch.setattr(lm, "ProcessPoolExecutor", None)  # all cached: no process starts
+        assert lm.trained_together(runs, ids) == histories
+    finally:
+        torch.set_num_threads(threads)
+    for unit, (model, _) in runs.items():
+        assert histories[unit]["loss"] == expected[unit]["loss"]
+        for p, q in zip(model.parameters(), here[unit].parameters(), strict=True):
+            assert torch.equal(p, q)
+    with pytest.raises(ValueError, match="processes"):
+        lm.trained_together({"new": (tiny_model("rnn", len(vocab)), config)}, ids, processes=0)
+
+
 def manual_chunked_loss(model, ids, B, T):
     """Each stream cut into chunks of T pairs, each chunk read from the initial state."""
     N = len(ids) - 1
