@@ -104,7 +104,8 @@ class RecurrentLM(nn.Module):
         return self(src[:, :-1])[1] if src.shape[1] > 1 else None
 
     def step(self, tokens: torch.Tensor, state):
-        """(7.34): the previous tokens (N,) -> logits (N, V) of the next, and the new state."""
+        """The previous tokens (N,) -> logits (N, V) of the next, and the new state: the
+        one-to-many use of (7.3), each chosen token fed back as the next input."""
         check_ids(tokens, name="tokens", dim=1, vocab_size=self.vocab_size)
         logits, state = self(tokens[:, None], state)  # (N, 1, V)
         return logits[:, -1], state

@@ -19,9 +19,9 @@ configuration (`--set steps=100`).
   batches of one process, whatever the number of processes, and each share's loss is
   weighted so that DDP's average of the gradients is the gradient of the whole batch.
 - Only rank 0 prints, shows a progress bar and reads and writes the folder `--out`. It
-  writes a checkpoint every `--checkpoint-every` steps, atomically (seqlib.training.
-  save_atomic); a run started again with the same `--out` continues from the last one, on
-  any number of processes. The randomness of dropout at step s comes from a generator
+  writes a checkpoint every `--checkpoint-every` steps, atomically (`save_atomic` of
+  seqlib.training); a run started again with the same `--out` continues from the last one,
+  on any number of processes. The randomness of dropout at step s comes from a generator
   seeded with (seed, s, rank), so a resumed run is the run that was not interrupted.
 - At the end, rank 0 evaluates the model (validation loss; BLEU on test_2016_flickr for
   translation) and writes model.pt and results.json; `load` rebuilds the trained model.
@@ -214,7 +214,7 @@ def start_processes() -> tuple[int, int, torch.device]:
     if device.type == "cuda":
         device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
         torch.cuda.set_device(device)
-        dist.init_process_group("nccl", device_id=device)
+        dist.init_process_group("nccl")
     else:
         dist.init_process_group("gloo")
     return dist.get_rank(), dist.get_world_size(), device
@@ -264,8 +264,10 @@ def main(argv=None) -> dict:
                         help="change one entry of the configuration (repeatable)")
     parser.add_argument("--out", type=Path, help="folder of the checkpoint, the model and "
                         "the results (default: runs/EXPERIMENT)")
-    parser.add_argument("--checkpoint-every", type=int, default=200, metavar="STEPS")
-    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    parser.add_argument("--checkpoint-every", type=int, default=200, metavar="STEPS",
+                        help="steps between checkpoints (default: 200)")
+    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32",
+                        help="of the parameters (default: float32; float64 for exact checks)")
     parser.add_argument("--no-evaluate", action="store_true", help="skip the evaluation")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
