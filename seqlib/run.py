@@ -273,7 +273,10 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
     if args.checkpoint_every < 1:
         parser.error(f"--checkpoint-every must be a positive int, got {args.checkpoint_every}")
-    config = configure(args.experiment, args.set)
+    try:
+        config = configure(args.experiment, args.set)
+    except ValueError as err:
+        parser.error(str(err))
     out, steps = args.out or Path("runs") / args.experiment, config["steps"]
     identity = {"experiment": args.experiment, "config": config, "dtype": args.dtype}
     rank, world, device = start_processes()

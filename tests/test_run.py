@@ -195,6 +195,9 @@ def test_configure_and_its_errors():
         run.configure("char-lm", ["steps"])
     with pytest.raises(ValueError, match="must be of type int"):
         run.configure("char-lm", ["steps=7.5"])
+    for bad in (["--set", "stepz=7"], ["--checkpoint-every", "0"]):  # the command line
+        with pytest.raises(SystemExit):
+            run.main(["char-lm", *bad])
     with pytest.raises(ValueError, match="exceeds max_len"):
         run.char_lm(run.configure("char-lm", ["context=512"]), torch.device("cpu"))
 
