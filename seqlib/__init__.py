@@ -13,7 +13,7 @@ Conventions, once for the whole package:
 from seqlib.gated import GRU, LSTM, GRUCell, LSTMCell
 from seqlib.rnn import RNN, RNNCell
 from seqlib.self_attention import MultiHeadAttention
-from seqlib.train import train
+from seqlib.training import train
 from seqlib.transformer import (
                                 Transformer,
                                 TransformerBlock,

@@ -2,11 +2,11 @@
 
 - `prepare` / `multi30k_data`: word tokenisation (seqlib.text.word_tokenize, lower-case),
   vocabularies built on the training split only, ids; targets framed by <start>/<stop>.
-- `batches`: shuffled, length-bucketed batches drawn with an explicit torch.Generator,
-  padded with <empty> and with masks (True at real tokens).
-- `fit`: seqlib.train.train with the masked cross-entropy (and, for transformers, an
-  optional learning-rate warm-up and decay, `lr_factor`); `trained` does the same, or
-  loads the weights a previous identical run saved (training is deterministic).
+- `batches`: shuffled, length-bucketed batches drawn with an explicit torch.Generator
+  (`batch_indices`), padded with <empty> and with masks (True at real tokens).
+- `fit`: seqlib.train with the masked cross-entropy (and, for transformers, an optional
+  learning-rate warm-up and decay, `lr_factor`); `trained` does the same, or loads the
+  weights a previous identical run saved (training is deterministic).
 - `translate`: greedy, beam or sampled translations as lower-case tokenised text.
 - `bleu`, `bleu_by_length`: corpus BLEU with sacrebleu. Both sides are compared as
   lower-case word_tokenize tokens joined by spaces, with sacrebleu's tokenize="none", so
@@ -25,13 +25,21 @@ from seqlib.decoding import beam_search, greedy, sample
 from seqlib.rnn import positive_int
 from seqlib.seq2seq import masked_cross_entropy
 from seqlib.text import Vocab, pad_batch, word_tokenize, word_vocab
-from seqlib.train import cached, train
+from seqlib.training import cached, train
 from seqlib.utils import seed_everything
 
 # The experiments' configurations, shared by the chapters so that their models (and cache
 # keys) agree: the book profile runs on a laptop CPU, SEQLIB_FULL=1 selects a GPU one.
 BOOK_PROFILE = dict(min_freq=8, embed=128, hidden=256, batch_size=32, steps=400, lr=3e-3)
 FULL_PROFILE = dict(min_freq=2, embed=256, hidden=512, batch_size=128, steps=20_000, lr=1e-3)
+# The transformer of Fig. 7.16 in its full configuration, for a GPU: "arch" are the arguments
+# of seqlib.transformer.Transformer, "fit" those of `fit`, on the data of
+# multi30k_data(min_freq=FULL_PROFILE["min_freq"]). Under 10M parameters for German to
+# English; `python -m seqlib.run translation-de-en` trains it on one or more GPUs.
+TRANSFORMER_FULL_PROFILE = {
+    "arch": dict(p=256, heads=8, n1=512, num_layers=3, dropout=0.1),
+    "fit": dict(steps=8000, batch_size=128, lr=1e-3, clip=1.0, seed=0, warmup=800,
+                decay=True)}
 
 
 def profile() -> dict:
@@ -81,10 +89,12 @@ def collate(examples: list) -> dict:
     return {"src": src, "src_mask": src_mask, "tgt_in": tgt[:, :-1], "tgt_out": tgt[:, 1:]}
 
 
-def batches(examples: list, batch_size: int, generator: torch.Generator, pool: int = 50):
-    """Endless shuffled batches: each epoch, the examples are shuffled, cut into pools of
-    `pool` batches, sorted by source length inside a pool (little padding), cut into batches,
-    and the batches are shuffled. Every draw comes from `generator`."""
+def batch_indices(examples: list, batch_size: int, generator: torch.Generator,
+                  pool: int = 50):
+    """Endless lists of the indices of one batch of examples: each epoch, the examples are
+    shuffled, cut into pools of `pool` batches, sorted by source length inside a pool
+    (little padding), cut into batches, and the batches are shuffled. Every draw comes
+    from `generator`."""
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     if len(examples) == 0:
@@ -96,13 +106,25 @@ def batches(examples: list, batch_size: int, generator: torch.Generator, pool: i
             part = sorted(order[i:i + chunk], key=lambda j: len(examples[j][0]))
             epoch += [part[k:k + batch_size] for k in range(0, len(part), batch_size)]
         for b in torch.randperm(len(epoch), generator=generator).tolist():
-            yield collate([examples[j] for j in epoch[b]])
+            yield epoch[b]
+
+
+def batches(examples: list, batch_size: int, generator: torch.Generator, pool: int = 50):
+    """Endless shuffled batches (`collate`) of the examples `batch_indices` draws."""
+    for index in batch_indices(examples, batch_size, generator, pool):
+        yield collate([examples[j] for j in index])
 
 
 def loss_fn(model, batch: dict) -> torch.Tensor:
     """Masked cross-entropy of the teacher-forced logits (padding left out)."""
     logits = model(batch["src"], batch["src_mask"], batch["tgt_in"])
     return masked_cross_entropy(logits, batch["tgt_out"])
+
+
+def adam(model, lr: float) -> torch.optim.Adam:
+    """The optimizer of `fit`: Adam at rate lr on the parameters that train (a frozen
+    part's are left out)."""
+    return torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
 
 
 def lr_factor(step: int, steps: int, warmup: int = 0, decay: bool = False) -> float:
@@ -120,31 +142,25 @@ def lr_factor(step: int, steps: int, warmup: int = 0, decay: bool = False) -> fl
 def fit(model, data: TranslationData, *, steps: int, batch_size: int, lr: float,
         clip: float | None = 1.0, seed: int = 0, warmup: int = 0, decay: bool = False,
         progress: bool = True) -> dict:
-    """Train `model` with Adam on data.ids["train"] for `steps` batches drawn from a
-    generator seeded with `seed` (and moved to the model's device); returns
-    seqlib.train.train's history. The learning rate is lr throughout, or follows
-    `lr_factor` with `warmup` steps and `decay`: transformers train with such a schedule,
-    and learn worse at full rate from their first step."""
+    """Train `model` with `adam` on data.ids["train"] for `steps` batches drawn from a
+    generator seeded with `seed` (and moved to the model's device); returns seqlib.train's
+    history. The learning rate is lr throughout, or follows `lr_factor` with `warmup` steps
+    and `decay`: transformers train with such a schedule, and learn worse at full rate
+    from their first step."""
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+    optimizer = adam(model, lr)
     device = next(model.parameters()).device
     draw = ({k: v.to(device) for k, v in batch.items()}
             for batch in batches(data.ids["train"], batch_size, generator))
     lr_factor(0, steps, warmup, decay)  # checks warmup
-
-    def scheduled(step):  # each step's learning rate is set when its batch is drawn
-        for group in optimizer.param_groups:
-            group["lr"] = lr * lr_factor(step, steps, warmup, decay)
-        return next(draw)
-
-    return train(model, loss_fn, scheduled if warmup or decay else draw, steps=steps,
-                 optimizer=optimizer, clip=clip, progress=progress,
-                 desc=type(model).__name__)
+    return train(model, loss_fn, draw, steps=steps, optimizer=optimizer, clip=clip,
+                 schedule=lambda step: lr_factor(step, steps, warmup, decay),
+                 progress=progress, desc=type(model).__name__)
 
 
 def trained(name: str, build, data: TranslationData, *, device=None, **fit_kwargs):
     """The model `build()` (called after seed_everything(seed)), moved to `device` if given,
-    trained by `fit` on `data`, or loaded from the cache of seqlib.train.cached when an
+    trained by `fit` on `data`, or loaded from the cache of seqlib.training.cached when an
     identical run saved it; returns (model, history). `progress` is not part of the cache
     key; a device other than the CPU is (its sums round differently)."""
     seed_everything(fit_kwargs.get("seed", 0))

@@ -1,14 +1,17 @@
 """Character-level language models: shapes, the carried state of truncated BPTT, the
-contiguous batches, evaluation against a direct computation, reproducible sampling."""
+contiguous batches, evaluation against a direct computation, reproducible sampling through
+seqlib.decoding, the training schedule."""
 
 import itertools
+import sys
 
 import pytest
 import torch
 import torch.nn.functional as F
 
+import seqlib.training
 from seqlib import lm
-from seqlib.text import char_vocab
+from seqlib.text import SPECIALS, char_vocab
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n"
 UNITS = ["rnn", "lstm", "gru"]
@@ -153,16 +156,42 @@ def test_evaluate_of_an_untrained_model_is_near_log_vocabulary():
     assert abs(loss - torch.log(torch.tensor(len(vocab))).item()) < 0.2
 
 
+@torch.no_grad()
+def sample_as_before(model, vocab, prompt, length, temperature, generator):
+    """The sampling loop lm.sample ran before generation went through seqlib.decoding: the
+    whole prompt in one pass, then one character at a time from softmax(logits / T)."""
+    logits, state = model(torch.tensor([vocab.encode(prompt)]))
+    drawn = []
+    for _ in range(length):
+        last = logits[0, -1].float() / temperature  # (V,)
+        last[: len(SPECIALS)] = -float("inf")
+        next_id = torch.multinomial(torch.softmax(last, dim=-1), 1, generator=generator)
+        drawn.append(next_id.item())
+        logits, state = model(next_id.view(1, 1), state)
+    return prompt + vocab.to_text(vocab.decode(drawn))
+
+
+@pytest.mark.parametrize("layers", [1, 2])
 @pytest.mark.parametrize("unit", UNITS)
-def test_sample_is_reproducible_with_the_same_generator_seed(unit):
+def test_generate_draws_what_the_sampling_loop_drew(unit, layers):
+    vocab = char_vocab(TEXT)
+    model = tiny_model(unit, len(vocab), layers).float()
+    for prompt, temperature, seed in [("S", 1.0, 0), ("Speak", 0.5, 1), ("All:\n", 3.0, 2)]:
+        texts = lm.generate(model, vocab, prompt, 60, temperature=temperature,
+                            generator=torch.Generator().manual_seed(seed))
+        assert texts == [sample_as_before(model, vocab, prompt, 60, temperature,
+                                          torch.Generator().manual_seed(seed))]
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_generate_is_reproducible_with_the_same_generator_seed(unit):
     vocab = char_vocab(TEXT)
     model = tiny_model(unit, len(vocab)).float()
-    texts = [lm.sample(model, vocab, "Speak", 40, 1.0, torch.Generator().manual_seed(s))
-             for s in (0, 0, 1)]
+    texts = [lm.generate(model, vocab, "Speak", 40, temperature=1.0,
+                         generator=torch.Generator().manual_seed(s))[0] for s in (0, 0, 1)]
     assert texts[0] == texts[1] and texts[0] != texts[2]
     assert all(t.startswith("Speak") and len(t) == 45 for t in texts)
     assert all(set(t) <= set(TEXT) for t in texts)  # no special token is ever drawn
-    assert lm.sample(model, vocab, "S", 0, 0.5, torch.Generator()) == "S"
 
 
 def test_low_temperature_concentrates_on_the_most_likely_character():
@@ -170,26 +199,55 @@ def test_low_temperature_concentrates_on_the_most_likely_character():
     model = tiny_model("gru", len(vocab))
     with torch.no_grad():
         model.recurrent.b_y[vocab["e"]] = 50.0  # "e" is by far the most likely next character
-    cold = lm.sample(model, vocab, "a", 30, 0.05, torch.Generator().manual_seed(0))
-    assert cold == "a" + "e" * 30
-    hot = lm.sample(model, vocab, "a", 30, 100.0, torch.Generator().manual_seed(0))
+    cold = lm.generate(model, vocab, "a", 30, temperature=0.05,
+                       generator=torch.Generator().manual_seed(0))
+    assert cold == ["a" + "e" * 30] == lm.generate(model, vocab, "a", 30, method="greedy")
+    hot = lm.generate(model, vocab, "a", 30, temperature=100.0,
+                      generator=torch.Generator().manual_seed(0))[0]
     assert len(set(hot[1:])) > 5 and set(hot) <= set(TEXT)
 
 
-def test_sample_bad_arguments():
+@pytest.mark.parametrize("unit", UNITS)
+def test_recurrent_models_follow_the_decoding_protocol(unit):
+    vocab = char_vocab(TEXT)
+    model = tiny_model(unit, len(vocab))
+    prompts = torch.tensor([vocab.encode("Spea"), vocab.encode("hear")])  # (2, 4)
+    state = model.start(prompts, torch.ones_like(prompts, dtype=torch.bool))
+    logits, state = model.step(prompts[:, -1], state)  # (2, V)
+    whole, _ = model(prompts)
+    torch.testing.assert_close(logits, whole[:, -1], rtol=0, atol=1e-12)
+    assert model.start(prompts[:, :1], torch.ones(2, 1, dtype=torch.bool)) is None
+    swapped = model.reorder(state, torch.tensor([1, 0]))
+    states = swapped if isinstance(swapped, tuple) else (swapped,)
+    originals = state if isinstance(state, tuple) else (state,)
+    for s, o in zip(states, originals, strict=True):
+        assert torch.equal(s, o.flip(1))  # (L, B, m): the batch is the second dimension
+    # Several samples at once, and beam search, which reorders the states.
+    samples = lm.generate(model, vocab, "Sp", 20, samples=3,
+                          generator=torch.Generator().manual_seed(0))
+    assert len(samples) == 3 and len(set(samples)) > 1
+    assert lm.generate(model, vocab, "Sp", 20, method="beam", beam_size=1) == \
+        lm.generate(model, vocab, "Sp", 20, method="greedy")
+    with pytest.raises(ValueError, match="one length"):
+        model.start(prompts, torch.tensor([[True] * 4, [True, True, True, False]]))
+
+
+def test_generate_bad_arguments():
     vocab = char_vocab(TEXT)
     model, gen = tiny_model("rnn", len(vocab)).float(), torch.Generator()
     for bad in (0, -1.0, True, "hot"):
         with pytest.raises(ValueError, match="temperature must be a number > 0"):
-            lm.sample(model, vocab, "a", 5, bad, gen)
+            lm.generate(model, vocab, "a", 5, temperature=bad, generator=gen)
     with pytest.raises(ValueError, match="prompt"):
-        lm.sample(model, vocab, "", 5, 1.0, gen)
+        lm.generate(model, vocab, "", 5, generator=gen)
     with pytest.raises(ValueError, match="length"):
-        lm.sample(model, vocab, "a", -1, 1.0, gen)
+        lm.generate(model, vocab, "a", 0, generator=gen)
     with pytest.raises(TypeError, match="generator"):
-        lm.sample(model, vocab, "a", 5, 1.0, 0)
+        lm.generate(model, vocab, "a", 5, generator=0)
     with pytest.raises(TypeError, match="vocab"):
-        lm.sample(model, {"a": 4}, "a", 5, 1.0, gen)
+        lm.generate(model, {"a": 4}, "a", 5, generator=gen)
+    with pytest.raises(ValueError, match="method"):
+        lm.generate(model, vocab, "a", 5, method="top")
 
 
 # The shared plumbing of the experiments (chapters 7.3 and 7.5).
@@ -255,21 +313,38 @@ def corpus():
     return vocab, torch.tensor(vocab.encode(TEXT * 4))
 
 
-def test_fit_is_deterministic_and_follows_the_schedule(monkeypatch):
-    vocab, ids = corpus()
-    histories = [lm.fit(tiny_model("lstm", len(vocab)).float(), ids, CONFIG, progress=False)
-                 for _ in range(2)]
-    assert histories[0]["loss"] == histories[1]["loss"] and len(histories[0]["loss"]) == 40
-    assert sum(histories[0]["loss"][-5:]) < sum(histories[0]["loss"][:5]) - 0.5  # it learns
-    rates, train = [], lm.train  # the rate of each step, read as the optimizer steps
+def rates_of(fit, *args, **kwargs):
+    """The learning rate of each step of fit(*args, **kwargs), read as the optimizer steps."""
+    rates, train = [], seqlib.training.train
 
     def spy(*args, optimizer, **kwargs):
         optimizer.register_step_pre_hook(lambda opt, *_: rates.append(opt.param_groups[0]["lr"]))
         return train(*args, optimizer=optimizer, **kwargs)
 
-    monkeypatch.setattr(lm, "train", spy)
-    lm.fit(tiny_model("rnn", len(vocab)).float(), ids, dict(CONFIG, steps=12), progress=False)
-    assert rates == pytest.approx([1e-2 * lm.lr_factor(s, 5, 12) for s in range(12)])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sys.modules[fit.__module__], "train", spy)
+        fit(*args, **kwargs)
+    return rates
+
+
+def test_fit_is_deterministic_and_follows_the_schedule():
+    vocab, ids = corpus()
+    histories = [lm.fit(tiny_model("lstm", len(vocab)).float(), ids, CONFIG, progress=False)
+                 for _ in range(2)]
+    assert histories[0]["loss"] == histories[1]["loss"] and len(histories[0]["loss"]) == 40
+    assert sum(histories[0]["loss"][-5:]) < sum(histories[0]["loss"][:5]) - 0.5  # it learns
+    # The rates of every step are exactly those that torch's LambdaLR, stepped after each
+    # optimizer step, gave before the book had one learning-rate mechanism.
+    rates = rates_of(lm.fit, tiny_model("rnn", len(vocab)).float(), ids,
+                     dict(CONFIG, steps=120, warmup=10), progress=False)
+    optimizer = torch.optim.AdamW([torch.zeros(1, requires_grad=True)], lr=CONFIG["lr"])
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lm.lr_factor(s, 10, 120))
+    before = []
+    for _ in range(120):
+        before.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert rates == before
 
 
 def test_fit_bad_config():
@@ -317,6 +392,31 @@ def test_trained_saves_then_loads(monkeypatch, tmp_path):
                                ("tiny", ids.flip(0), CONFIG), ("other", ids, CONFIG)]:
         with pytest.raises(Retrained):
             lm.trained(name, tiny_model("gru", len(vocab)).float(), data, config)
+
+
+def test_trained_together_trains_in_processes_exactly_as_here(monkeypatch, tmp_path):
+    vocab, ids = corpus()
+    config = dict(CONFIG, steps=20)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the workers take this process's number of threads
+    try:
+        monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "here"))
+        here = {unit: tiny_model(unit, len(vocab)).float() for unit in UNITS}
+        expected = {unit: lm.trained(unit, model, ids, config) for unit, model in here.items()}
+        monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "workers"))
+        runs = {unit: (tiny_model(unit, len(vocab)).float(), config) for unit in UNITS}
+        histories = lm.trained_together(runs, ids, processes=2)
+        assert len(list((tmp_path / "workers").glob("*.pt"))) == 3
+        monkeypatch.setattr(lm, "ProcessPoolExecutor", None)  # all cached: no process starts
+        assert lm.trained_together(runs, ids) == histories
+    finally:
+        torch.set_num_threads(threads)
+    for unit, (model, _) in runs.items():
+        assert histories[unit]["loss"] == expected[unit]["loss"]
+        for p, q in zip(model.parameters(), here[unit].parameters(), strict=True):
+            assert torch.equal(p, q)
+    with pytest.raises(ValueError, match="processes"):
+        lm.trained_together({"new": (tiny_model("rnn", len(vocab)), config)}, ids, processes=0)
 
 
 def manual_chunked_loss(model, ids, B, T):

@@ -1,5 +1,7 @@
 """Translation plumbing: preparation, batches, BLEU, the training cache, decoding to text."""
 
+import itertools
+
 import pytest
 import sacrebleu
 import torch
@@ -94,7 +96,7 @@ def test_trained_caches_deterministic_weights(data, tmp_path, monkeypatch):
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
     kwargs = dict(steps=5, batch_size=8, lr=1e-2, seed=3)
     model, history = tr.trained("toy", build(data), data, **kwargs)
-    assert len(list(tmp_path.iterdir())) == 1 and len(history["loss"]) == 5
+    assert len(list(tmp_path.glob("*.pt"))) == 1 and len(history["loss"]) == 5
     calls = []
     monkeypatch.setattr(tr, "fit", lambda *a, **k: calls.append(1))
     loaded, history2 = tr.trained("toy", build(data), data, **kwargs)
@@ -108,7 +110,7 @@ def test_trained_caches_deterministic_weights(data, tmp_path, monkeypatch):
     assert all(torch.equal(p, q) for p, q in zip(fresh.state_dict().values(),
                                                   loaded.state_dict().values(), strict=True))
     retrained, _ = tr.trained("toy", build(data), data, **{**kwargs, "steps": 6})
-    assert len(list(tmp_path.iterdir())) == 2  # a changed fit argument trains again
+    assert len(list(tmp_path.glob("*.pt"))) == 2  # a changed fit argument trains again
     assert not torch.equal(retrained.decoder.output.weight, loaded.decoder.output.weight)
 
 
@@ -121,7 +123,7 @@ def test_cache_key_covers_configuration_and_data(data, tmp_path, monkeypatch):
     other = tr.prepare({"train": synthetic(200, 5)}, min_freq=1)
     tr.trained("m", lambda: Seq2Seq(len(other.src_vocab), len(other.tgt_vocab), 8, 16), other,
                **kwargs)
-    assert len(list(tmp_path.iterdir())) == 3
+    assert len(list(tmp_path.glob("*.pt"))) == 3
 
 
 def test_fit_learns_and_translate_decodes(data):
@@ -159,24 +161,37 @@ def test_lr_factor_warms_up_then_decays_to_zero():
 
 
 def test_fit_sets_each_steps_learning_rate(data, monkeypatch):
-    seen = {}
+    rates, train = [], tr.train  # the rate of each step, read as the optimizer steps
 
-    def fake_train(model, loss_fn, batches, *, steps, optimizer, **kwargs):
-        seen["lr"] = []
-        for step in range(steps):
-            batch = batches(step) if callable(batches) else next(batches)
-            assert set(batch) == {"src", "src_mask", "tgt_in", "tgt_out"}
-            seen["lr"].append(optimizer.param_groups[0]["lr"])
-        return {}
+    def spy(*args, optimizer, **kwargs):
+        optimizer.register_step_pre_hook(lambda opt, *_: rates.append(opt.param_groups[0]["lr"]))
+        return train(*args, optimizer=optimizer, **kwargs)
 
-    monkeypatch.setattr(tr, "train", fake_train)
+    monkeypatch.setattr(tr, "train", spy)
     model = build(data)()
-    tr.fit(model, data, steps=6, batch_size=8, lr=0.1, warmup=2, decay=True)
-    assert seen["lr"] == pytest.approx([0.05, 0.1, 0.1, 0.075, 0.05, 0.025])
-    tr.fit(model, data, steps=3, batch_size=8, lr=0.1)
-    assert seen["lr"] == [0.1, 0.1, 0.1]  # no schedule: the constant rate of before
+    tr.fit(model, data, steps=6, batch_size=8, lr=0.1, warmup=2, decay=True, progress=False)
+    assert rates == pytest.approx([0.05, 0.1, 0.1, 0.075, 0.05, 0.025])
+    # Exactly the rates fit set itself, lr * lr_factor, before the book had one mechanism.
+    rates.clear()
+    tr.fit(model, data, steps=120, batch_size=8, lr=3e-3, warmup=40, decay=True,
+           progress=False)
+    assert rates == [3e-3 * tr.lr_factor(step, 120, 40, True) for step in range(120)]
+    rates.clear()
+    tr.fit(model, data, steps=3, batch_size=8, lr=0.1, progress=False)
+    assert rates == [0.1, 0.1, 0.1]  # no schedule: the constant rate
     with pytest.raises(ValueError, match="warmup"):
         tr.fit(model, data, steps=3, batch_size=8, lr=0.1, warmup=3)
+
+
+def test_batches_collate_the_drawn_indices(data):
+    examples = data.ids["train"]
+    drawn = tr.batch_indices(examples, 16, torch.Generator().manual_seed(4))
+    for batch in itertools.islice(tr.batches(examples, 16, torch.Generator().manual_seed(4)),
+                                  30):  # more than an epoch of 13 batches
+        expected = tr.collate([examples[j] for j in next(drawn)])
+        assert all(torch.equal(batch[k], expected[k]) for k in expected)
+    with pytest.raises(ValueError, match="empty"):
+        next(tr.batch_indices([], 4, torch.Generator()))
 
 
 def test_scheduled_training_is_cached_under_its_own_key(data, tmp_path, monkeypatch):
@@ -184,9 +199,9 @@ def test_scheduled_training_is_cached_under_its_own_key(data, tmp_path, monkeypa
     kwargs = dict(steps=4, batch_size=8, lr=1e-2, seed=0)
     plain, _ = tr.trained("s", build(data), data, **kwargs)
     on_cpu, _ = tr.trained("s", build(data), data, device="cpu", **kwargs)  # loaded
-    assert len(list(tmp_path.iterdir())) == 1
+    assert len(list(tmp_path.glob("*.pt"))) == 1
     assert all(torch.equal(p, q) for p, q in zip(plain.state_dict().values(),
                                                   on_cpu.state_dict().values(), strict=True))
     warm, _ = tr.trained("s", build(data), data, warmup=2, decay=True, **kwargs)
-    assert len(list(tmp_path.iterdir())) == 2
+    assert len(list(tmp_path.glob("*.pt"))) == 2
     assert not torch.equal(warm.decoder.output.weight, plain.decoder.output.weight)

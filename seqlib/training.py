@@ -1,5 +1,7 @@
-"""One short training loop for every model of the book: no Trainer class, just a function;
-and `cached`, which saves what a training run produced so that an identical run loads it."""
+"""The training of every model of the book: `train`, one short loop (no Trainer class, just a
+function), with the learning-rate schedule of each step and hooks to resume from a
+checkpoint; and `cached`, which saves what a training run produced so that an identical run
+loads it. The function `train` is also `seqlib.train`."""
 
 import hashlib
 import os
@@ -21,35 +23,62 @@ def train(
     steps: int,
     optimizer: torch.optim.Optimizer,
     clip: float | None = None,
+    schedule: Callable[[int], float] | None = None,
+    start: int = 0,
+    history: dict | None = None,
+    on_step: Callable[[int, dict], None] | None = None,
     progress: bool = True,
     desc: str = "train",
 ) -> dict[str, list[float]]:
-    """Run `steps` optimisation steps and return the history of losses.
+    """Run optimisation steps start, ..., steps - 1 and return the history of losses.
 
     - `loss_fn(model, batch)` returns the scalar loss of one batch.
-    - `batches` is an iterable of batches (at least `steps` of them) or a function
+    - `batches` is an iterable of batches (one per step to run) or a function
       `step -> batch`.
     - `clip`, when given, rescales the gradient so its global 2-norm is at most `clip`
       (gradient clipping, the chapter's remedy for exploding gradients).
+    - `schedule`, when given, is the learning rate of each step as a fraction of the
+      optimizer's own rate: step s runs at schedule(s) times the rate each parameter group
+      started with (kept in the group as "initial_lr", the key of torch's schedulers). It
+      is the one learning-rate mechanism of the book: a function of the step alone, so a
+      resumed run needs no scheduler state.
+    - `start` and `history` resume a run: the first step to run and the history of the
+      steps before it (both from a checkpoint, with the model's and optimizer's states).
+    - `on_step(step, history)` is called after every step, for example to write a
+      checkpoint.
 
     The history has one entry per step: "loss", "grad_norm" (before clipping) and
-    "seconds" (wall time since the start), so learning curves can be drawn against steps,
-    tokens seen or time.
+    "seconds" (wall time since the start of the run), so learning curves can be drawn
+    against steps, tokens seen or time.
     """
-    if not isinstance(steps, int) or steps < 1:
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")
+    if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start < steps:
+        raise ValueError(f"start must be an int in [0, steps={steps}), got {start!r}")
     if clip is not None and not clip > 0:
         raise ValueError(f"clip must be positive or None, got {clip!r}")
+    history = {"loss": [], "grad_norm": [], "seconds": []} if history is None else history
+    if sorted(history) != ["grad_norm", "loss", "seconds"] \
+            or any(len(v) != start for v in history.values()):
+        raise ValueError(f"history must hold the lists loss, grad_norm and seconds of the "
+                         f"{start} steps before start={start}")
     next_batch = batches if callable(batches) else iter(batches).__next__
-    history: dict[str, list[float]] = {"loss": [], "grad_norm": [], "seconds": []}
+    for group in optimizer.param_groups:
+        group.setdefault("initial_lr", group["lr"])
     model.train()
-    start = time.perf_counter()
-    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=1.0)
+    offset = history["seconds"][-1] if start else 0.0
+    begin = time.perf_counter()
+    bar = tqdm(range(start, steps), desc=desc, disable=not progress, mininterval=1.0,
+               initial=start, total=steps)
     for step in bar:
+        if schedule is not None:  # this step's rate
+            for group in optimizer.param_groups:
+                group["lr"] = group["initial_lr"] * schedule(step)
         try:
             batch = next_batch(step) if callable(batches) else next_batch()
         except StopIteration:
-            raise ValueError(f"batches ran out after {step} of {steps} steps") from None
+            raise ValueError(f"batches ran out after {step - start} of {steps - start} "
+                             "steps") from None
         loss = loss_fn(model, batch)
         if not torch.isfinite(loss):
             raise FloatingPointError(f"loss is {loss.item()} at step {step}")
@@ -60,8 +89,10 @@ def train(
         optimizer.step()
         history["loss"].append(loss.item())
         history["grad_norm"].append(norm.item())
-        history["seconds"].append(time.perf_counter() - start)
+        history["seconds"].append(offset + time.perf_counter() - begin)
         bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", refresh=False)
+        if on_step is not None:
+            on_step(step, history)
     model.eval()
     return history
 
@@ -88,6 +119,13 @@ def _fingerprint(name: str, model: nn.Module, key: tuple) -> str:
     return h.hexdigest()[:20]
 
 
+def cache_path(name: str, model: nn.Module, *key) -> pathlib.Path:
+    """The file in which `cached` keeps the run (name, model, key), trained or not yet."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    return cache_dir() / f"{name}-{_fingerprint(name, model, key)}.pt"
+
+
 def cached(name: str, model: nn.Module, fit: Callable[[], dict], *key) -> dict:
     """Run `fit()`, which trains `model` and returns its history, or, when an identical run
     saved its result, load the weights into `model` and return the saved history.
@@ -99,9 +137,7 @@ def cached(name: str, model: nn.Module, fit: Callable[[], dict], *key) -> dict:
     parallel) take turns through a lock file: the first trains and saves, the others wait
     and load what it saved, so no run is trained twice.
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    path = cache_dir() / f"{name}-{_fingerprint(name, model, key)}.pt"
+    path = cache_path(name, model, *key)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):
         if path.exists():
@@ -110,7 +146,18 @@ def cached(name: str, model: nn.Module, fit: Callable[[], dict], *key) -> dict:
             model.eval()
             return saved["history"]
         history = fit()
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        torch.save({"state": model.state_dict(), "history": history}, tmp)
-        tmp.replace(path)  # atomic: a half-written file is never read
+        save_atomic({"state": model.state_dict(), "history": history}, path)
     return history
+
+
+def save_atomic(obj, path) -> None:
+    """torch.save(obj, path) through a temporary file of the same folder, flushed to the disk
+    and then renamed over `path` (atomic): whoever reads `path`, a chapter or a run resumed
+    after a crash, finds the previous file or the new one, never half of one."""
+    path = pathlib.Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        torch.save(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,348 @@
+"""Train a full-profile model of the book on one or several GPUs (or CPU processes) with
+PyTorch's own engine: `torchrun` starts one process per device, DistributedDataParallel
+(DDP) averages their gradients (NCCL on GPUs, gloo on CPUs), and seqlib.train runs the
+steps.
+
+    python -m seqlib.run translation-de-en                    # one process: a GPU or the CPU
+    torchrun --standalone --nproc_per_node=8 -m seqlib.run char-lm    # 8 GPUs of one machine
+    torchrun --nnodes=2 --nproc_per_node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 \\
+        --rdzv-id=de-en -m seqlib.run translation-de-en       # the same on each of 2 machines
+
+The experiments (`EXPERIMENTS`, beyond the chapter's text) are the full profiles of the
+chapters of Section 7.5: the transformer of Fig. 7.16 from German to English
+(`translation-de-en`) and from English to French (`translation-en-fr`), and the decoder-only
+transformer on tiny Shakespeare (`char-lm`). `--set key=value` changes one entry of the
+configuration (`--set steps=100`).
+
+- Every process draws the same global batch, from a generator seeded as in one-process
+  training, and keeps its share of the rows (a deterministic sharding): the run sees the
+  batches of one process, whatever the number of processes, and each share's loss is
+  weighted so that DDP's average of the gradients is the gradient of the whole batch.
+- Only rank 0 prints, shows a progress bar and reads and writes the folder `--out`. It
+  writes a checkpoint every `--checkpoint-every` steps, atomically (`save_atomic` of
+  seqlib.training); a run started again with the same `--out` continues from the last one,
+  on any number of processes. The randomness of dropout at step s comes from a generator
+  seeded with (seed, s, rank), so a resumed run is the run that was not interrupted.
+- At the end, rank 0 evaluates the model (validation loss; BLEU on test_2016_flickr for
+  translation) and writes model.pt and results.json; `load` rebuilds the trained model.
+"""
+
+import argparse
+import ast
+import json
+import math
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from seqlib import lm
+from seqlib import translate as tr
+from seqlib.data import multi30k, tiny_shakespeare
+from seqlib.text import char_vocab
+from seqlib.training import save_atomic, train
+from seqlib.transformer import Transformer, TransformerLM
+from seqlib.utils import default_device, seed_everything
+
+
+@dataclass
+class Setup:
+    """An experiment built from its configuration: the data, the model (on the CPU), and
+    what seqlib.train needs to train it. `batch(step, rank, world)` is this process's share
+    of global batch `step`, on `device`, and its weight: the share's part of the loss's
+    denominator (its target tokens over the batch's) times `world`."""
+
+    data: object
+    model: nn.Module
+    optimizer: Callable[[nn.Module], torch.optim.Optimizer]
+    schedule: Callable[[int], float]
+    clip: float | None
+    loss_fn: Callable
+    batch: Callable[[int, int, int], tuple]
+    evaluate: Callable[[nn.Module], dict]
+
+
+def at_step(items: Iterator) -> Callable[[int], object]:
+    """step -> the item of that index of `items`, asked for in increasing order (the items
+    before the first step asked for, that of a resumed run, are drawn and dropped)."""
+    position = 0
+
+    def item(step: int):
+        nonlocal position
+        if step < position:
+            raise ValueError(f"steps must increase: step {step} asked after {position - 1}")
+        for _ in range(step - position):
+            next(items)
+        position = step + 1
+        return next(items)
+
+    return item
+
+
+def _share(rows: int, rank: int, world: int) -> slice:
+    if rows < world:
+        raise ValueError(f"a global batch of {rows} rows cannot be shared by {world} "
+                         "processes: raise batch_size or use fewer processes")
+    return slice(rank, None, world)  # rows rank, rank + world, ...
+
+
+def translation(config: dict, device: torch.device) -> Setup:
+    """The transformer of Fig. 7.16 on Multi30k, trained as seqlib.translate.fit trains it;
+    config["limit"], when not None, keeps only the first training pairs (a quick check)."""
+    pairs = {split: multi30k(split, config["src"], config["tgt"])
+             for split in ("train", "val", "test_2016_flickr")}
+    pairs["train"] = pairs["train"][:config["limit"]]
+    data = tr.prepare(pairs, config["min_freq"])
+    seed_everything(config["seed"])
+    model = Transformer(len(data.src_vocab), len(data.tgt_vocab),
+                        **{k: config[k] for k in ("p", "heads", "n1", "num_layers", "dropout")})
+    examples = data.ids["train"]
+    draws = at_step(tr.batch_indices(examples, config["batch_size"],
+                                     torch.Generator().manual_seed(config["seed"])))
+
+    def batch(step, rank, world):
+        rows = draws(step)  # indices of the global batch's pairs
+        tokens = [len(examples[j][1]) - 1 for j in rows]  # target tokens of each pair
+        mine = _share(len(rows), rank, world)
+        share = tr.collate([examples[j] for j in rows[mine]])
+        return ({k: v.to(device) for k, v in share.items()},
+                sum(tokens[mine]) * world / sum(tokens))
+
+    steps, warmup, decay = config["steps"], config["warmup"], config["decay"]
+    tr.lr_factor(0, steps, warmup, decay)  # checks warmup
+    return Setup(data, model, lambda m: tr.adam(m, config["lr"]),
+                 lambda step: tr.lr_factor(step, steps, warmup, decay), config["clip"],
+                 tr.loss_fn, batch, lambda m: evaluate_translation(m, data))
+
+
+@torch.no_grad()
+def evaluate_translation(model: nn.Module, data: tr.TranslationData) -> dict:
+    """Validation loss (nats per target token, teacher forced), and BLEU of greedy and
+    4-beam translations of test_2016_flickr."""
+    model.eval()
+    device = next(model.parameters()).device
+    total, tokens, val = 0.0, 0, data.ids["val"]
+    for i in range(0, len(val), 100):
+        batch = {k: v.to(device) for k, v in tr.collate(val[i:i + 100]).items()}
+        n = (batch["tgt_out"] != data.tgt_vocab.pad_id).sum().item()
+        total, tokens = total + tr.loss_fn(model, batch).item() * n, tokens + n
+    src, ref = zip(*data.pairs["test_2016_flickr"], strict=True)
+    return {"val_loss": total / tokens,
+            "bleu_greedy": tr.bleu(tr.translate(model, data, list(src)), list(ref)),
+            "bleu_beam4": tr.bleu(tr.translate(model, data, list(src), method="beam",
+                                               beam_size=4), list(ref))}
+
+
+def char_lm(config: dict, device: torch.device) -> Setup:
+    """The decoder-only transformer of chapter 7.5 on tiny Shakespeare, trained as
+    seqlib.lm.fit trains it."""
+    if config["context"] > config["max_len"]:
+        raise ValueError(f"context={config['context']} exceeds max_len={config['max_len']}: "
+                         "a chunk must fit the transformer's positions")
+    text = tiny_shakespeare()
+    vocab = char_vocab(text)
+    train_ids, val_ids = lm.split_corpus(torch.tensor(vocab.encode(text)), 0.9)
+    seed_everything(config["seed"])
+    arch = ("p", "heads", "n1", "num_layers", "max_len", "dropout", "positional")
+    model = TransformerLM(len(vocab), **{k: config[k] for k in arch})
+    B = config["batch_size"]
+    chunks = at_step(lm.contiguous_batches(train_ids, B, config["context"]))
+
+    def batch(step, rank, world):
+        x, y = chunks(step)  # (B, T) each
+        mine = _share(B, rank, world)
+        return (x[mine].to(device), y[mine].to(device)), len(range(B)[mine]) * world / B
+
+    steps, warmup = config["steps"], config["warmup"]
+    return Setup((vocab, train_ids, val_ids), model, lambda m: lm.adamw(m, config),
+                 lambda step: lm.lr_factor(step, warmup, steps), 1.0,
+                 lm.carried_state_loss(), batch,
+                 lambda m: {"val_loss": lm.evaluate(m, val_ids, 32, config["context"])})
+
+
+def _translation_config(src: str, tgt: str) -> dict:
+    full = tr.TRANSFORMER_FULL_PROFILE
+    return dict(src=src, tgt=tgt, min_freq=tr.FULL_PROFILE["min_freq"], limit=None,
+                **full["arch"], **full["fit"])
+
+
+# name -> (function building the experiment, its full-profile configuration)
+EXPERIMENTS = {
+    "translation-de-en": (translation, _translation_config("de", "en")),
+    "translation-en-fr": (translation, _translation_config("en", "fr")),
+    "char-lm": (char_lm, dict(seed=0, **lm.TRANSFORMER_FULL_PROFILE["arch"],
+                              **lm.TRANSFORMER_FULL_PROFILE["fit"])),
+}
+
+
+def configure(experiment: str, assignments=()) -> dict:
+    """The experiment's configuration with each "key=value" of `assignments` applied (the
+    value read as a Python literal, else as a string)."""
+    if experiment not in EXPERIMENTS:
+        raise ValueError(f"experiment must be one of {sorted(EXPERIMENTS)}, got {experiment!r}")
+    config = dict(EXPERIMENTS[experiment][1])
+    for assignment in assignments:
+        key, sep, text = assignment.partition("=")
+        if not sep or key not in config:
+            raise ValueError(f"--set takes key=value with a key among {sorted(config)}, got "
+                             f"{assignment!r}")
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            value = text
+        default = config[key]
+        if default is not None and not (type(value) is type(default) or (
+                type(default) is float and type(value) is int)):
+            raise ValueError(f"--set {key}=VALUE must be of type {type(default).__name__} "
+                             f"like its default {default!r}, got {value!r}")
+        config[key] = value
+    return config
+
+
+def start_processes() -> tuple[int, int, torch.device]:
+    """(rank, number of processes, device): torchrun's process group (NCCL on GPUs, each
+    process on the GPU of its LOCAL_RANK; gloo on CPUs), or one process on
+    seqlib.default_device() without torchrun."""
+    device = default_device()
+    if "RANK" not in os.environ:  # not started by torchrun
+        return 0, 1, device
+    if device.type == "cuda":
+        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl")
+    else:
+        dist.init_process_group("gloo")
+    return dist.get_rank(), dist.get_world_size(), device
+
+
+def weighted_loss(loss_fn: Callable, world: int) -> Callable:
+    """A loss_fn for seqlib.train of batches (share, weight): the share's loss times its
+    weight. Its value is that of the whole batch's loss (the processes' average), so every
+    process records, and checks, the same number; its gradient is the share's, which DDP
+    averages over the processes."""
+    def loss(model, batch):
+        share, weight = batch
+        value = loss_fn(model, share) * weight
+        if world > 1:
+            total = value.detach().clone()
+            dist.all_reduce(total)  # the sum over the processes
+            value = value + (total / world - value).detach()
+        return value
+
+    return loss
+
+
+def last_checkpoint(out: Path, identity: dict, rank: int, world: int) -> dict | None:
+    """The checkpoint in `out` (None if there is none), read by rank 0 and sent to every
+    process; a checkpoint of another run (experiment, configuration, dtype) is an error."""
+    saved = None
+    if rank == 0 and (out / "checkpoint.pt").exists():
+        saved = torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)
+        other = {k: saved[k] for k in identity}
+        if other != identity:
+            raise ValueError(f"{out / 'checkpoint.pt'} is a checkpoint of another run, "
+                             f"{other}; choose another --out, or delete it to start again")
+    if world > 1:
+        box = [saved]
+        dist.broadcast_object_list(box)  # from rank 0 to every process
+        saved = box[0]
+    return saved
+
+
+def main(argv=None) -> dict:
+    """The command line: train (or resume) an experiment, evaluate it, write its results.
+    Returns the results on rank 0 ({} on the other ranks)."""
+    parser = argparse.ArgumentParser(prog="python -m seqlib.run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("experiment", choices=sorted(EXPERIMENTS))
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="change one entry of the configuration (repeatable)")
+    parser.add_argument("--out", type=Path, help="folder of the checkpoint, the model and "
+                        "the results (default: runs/EXPERIMENT)")
+    parser.add_argument("--checkpoint-every", type=int, default=200, metavar="STEPS",
+                        help="steps between checkpoints (default: 200)")
+    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32",
+                        help="of the parameters (default: float32; float64 for exact checks)")
+    parser.add_argument("--no-evaluate", action="store_true", help="skip the evaluation")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = parser.parse_args(argv)
+    if args.checkpoint_every < 1:
+        parser.error(f"--checkpoint-every must be a positive int, got {args.checkpoint_every}")
+    try:
+        config = configure(args.experiment, args.set)
+    except ValueError as err:
+        parser.error(str(err))
+    out, steps = args.out or Path("runs") / args.experiment, config["steps"]
+    identity = {"experiment": args.experiment, "config": config, "dtype": args.dtype}
+    rank, world, device = start_processes()
+    log = print if rank == 0 else (lambda *a, **k: None)
+    try:
+        setup = EXPERIMENTS[args.experiment][0](config, device)
+        model = setup.model.to(device, getattr(torch, args.dtype))
+        optimizer = setup.optimizer(model)
+        saved, start, history = last_checkpoint(out, identity, rank, world), 0, None
+        if saved is not None:
+            model.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            start, history = saved["step"], saved["history"]
+        log(f"{args.experiment}: {sum(p.numel() for p in model.parameters()):,} parameters, "
+            f"{world} process{'es' if world > 1 else ''} on {device.type}, "
+            + (f"resumed at step {start} of {steps}" if start else f"{steps} steps"))
+
+        def batch(step):
+            # Dropout draws from the global generator: seeded by (seed, step, rank), so
+            # that a resumed run draws what the uninterrupted one drew.
+            torch.manual_seed(hash((config["seed"], step, rank)) % 2**63)
+            return setup.batch(step, rank, world)
+
+        def on_step(step, history):
+            if rank == 0 and ((step + 1) % args.checkpoint_every == 0 or step + 1 == steps):
+                out.mkdir(parents=True, exist_ok=True)
+                save_atomic({**identity, "step": step + 1, "model": model.state_dict(),
+                             "optimizer": optimizer.state_dict(), "history": history},
+                            out / "checkpoint.pt")
+
+        if start < steps:
+            ddp = model if world == 1 else DistributedDataParallel(
+                model, device_ids=[device] if device.type == "cuda" else None)
+            history = train(ddp, weighted_loss(setup.loss_fn, world), batch, steps=steps,
+                            optimizer=optimizer, clip=setup.clip, schedule=setup.schedule,
+                            start=start, history=history, on_step=on_step,
+                            progress=rank == 0 and not args.no_progress, desc=args.experiment)
+        if rank != 0:
+            return {}
+        last = history["loss"][-100:]
+        results = {**identity, "processes": world, "device": device.type,
+                   "train_seconds": history["seconds"][-1],
+                   "train_loss_last_100_steps": sum(last) / len(last)}
+        if not args.no_evaluate:
+            results |= setup.evaluate(model)
+            results["val_bits"] = results["val_loss"] / math.log(2)
+        save_atomic({**identity, "model": model.state_dict()}, out / "model.pt")
+        (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+        log(json.dumps({k: v for k, v in results.items() if k != "config"}, indent=1))
+        return results
+    finally:
+        if world > 1:
+            dist.destroy_process_group()
+
+
+def load(out, device=None) -> Setup:
+    """The experiment that `main` trained into the folder `out`, rebuilt from its saved
+    configuration, with the trained weights in setup.model (on `device`, by default
+    seqlib.default_device()) in evaluation mode."""
+    saved = torch.load(Path(out) / "model.pt", map_location="cpu", weights_only=True)
+    device = default_device() if device is None else torch.device(device)
+    setup = EXPERIMENTS[saved["experiment"]][0](saved["config"], device)
+    setup.model.to(device, getattr(torch, saved["dtype"])).load_state_dict(saved["model"])
+    setup.model.eval()
+    return setup
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""The distributed entry point, seqlib.run: two processes under torchrun (gloo, CPU) train as
+one process does on the same global batches; a run killed mid-way resumes to the same
+result; one process trains exactly as the chapters' own fit functions; bad arguments."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from seqlib import lm, run
+from seqlib import translate as tr
+from seqlib.data import DATA_VARIABLE
+
+pytestmark = pytest.mark.skipif(
+    not os.environ.get(DATA_VARIABLE),
+    reason="set SEQLIB_DATA_DIR to a folder holding the data sets to train on them")
+
+BIN = Path(sys.executable).parent
+# Tiny configurations of the full-profile experiments: a few seconds on a CPU.
+TINY = {
+    "char-lm": ["p=16", "heads=2", "n1=32", "num_layers=1", "max_len=16", "context=16",
+                "batch_size=6", "steps=12", "warmup=3", "dropout=0.0"],
+    "translation-de-en": ["p=16", "heads=2", "n1=32", "num_layers=1", "limit=500",
+                          "batch_size=10", "steps=12", "warmup=3", "dropout=0.0"],
+}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models run fastest on one thread (a busy machine makes threads wait)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def arguments(experiment, out, *more, dtype="float64", evaluate=False):
+    sets = [arg for item in TINY[experiment] for arg in ("--set", item)]
+    return [experiment, *sets, "--out", str(out), "--dtype", dtype, "--no-progress",
+            *([] if evaluate else ["--no-evaluate"]), *more]
+
+
+def torchrun(*args, check=True):
+    """torchrun on the CPU: two processes (of one thread each), gloo."""
+    command = [str(BIN / "torchrun"), "--standalone", "--nproc_per_node=2", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{command} failed:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def weights(out):
+    return torch.load(Path(out) / "model.pt", weights_only=True)["model"]
+
+
+def history(out):
+    return torch.load(Path(out) / "checkpoint.pt", weights_only=True)["history"]
+
+
+@pytest.fixture(scope="module", params=list(TINY))
+def two_processes(request, tmp_path_factory):
+    """A tiny run of each experiment on two processes: (experiment, its folder, its output)."""
+    experiment = request.param
+    out = tmp_path_factory.mktemp(experiment)
+    done = torchrun("-m", "seqlib.run", *arguments(experiment, out))
+    return experiment, out, done.stdout
+
+
+def test_two_processes_train_as_one_on_the_same_global_batches(two_processes, tmp_path):
+    experiment, out, stdout = two_processes
+    assert stdout.count("parameters, 2 processes on cpu") == 1  # rank 0 alone prints
+    run.main(arguments(experiment, tmp_path))  # one process, no torchrun
+    one, two = weights(tmp_path), weights(out)
+    assert one.keys() == two.keys()
+    for name in one:
+        torch.testing.assert_close(two[name], one[name], rtol=0, atol=1e-6, msg=name)
+    # The loss recorded by each process is the whole batch's, as one process records it.
+    for key in ("loss", "grad_norm"):
+        assert history(out)[key] == pytest.approx(history(tmp_path)[key], rel=1e-9, abs=0)
+    assert json.loads((out / "results.json").read_text())["processes"] == 2
+
+
+# Run by torchrun in place of `-m seqlib.run`: rank 0 is killed (SIGKILL) while it writes the
+# checkpoint of step 8, leaving half a file behind; torchrun then stops the other process.
+KILLED = """
+import os, signal, sys
+from seqlib import run
+
+save_atomic = run.save_atomic
+
+def killed_while_saving(obj, path):
+    if obj.get("step") == 8:
+        path.with_name(f".{path.name}.{os.getpid()}.tmp").write_bytes(b"half a checkpoint")
+        os.kill(os.getpid(), signal.SIGKILL)
+    save_atomic(obj, path)
+
+run.save_atomic = killed_while_saving
+run.main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("two_processes", ["char-lm"], indirect=True)
+def test_a_run_killed_mid_way_resumes_to_the_same_result(two_processes, tmp_path):
+    experiment, reference, _ = two_processes
+    script, out = tmp_path / "killed.py", tmp_path / "run"
+    script.write_text(KILLED)
+    args = arguments(experiment, out, "--checkpoint-every", "4")  # 12 steps
+    killed = torchrun(str(script), *args, check=False)
+    assert killed.returncode != 0 and not (out / "model.pt").exists()
+    saved = torch.load(out / "checkpoint.pt", weights_only=True)
+    assert saved["step"] == 4 and len(saved["history"]["loss"]) == 4  # the last whole one
+    assert list(out.glob(".checkpoint.pt.*.tmp"))  # the interrupted write, never read
+    resumed = torchrun("-m", "seqlib.run", *args)  # the same command again
+    assert "resumed at step 4 of 12" in resumed.stdout
+    for name, value in weights(reference).items():
+        assert torch.equal(weights(out)[name], value), name
+    assert history(out) == history(reference) | {"seconds": history(out)["seconds"]}
+
+
+# In one process (no torchrun), the entry point is the chapters' training.
+
+def tiny_config(experiment, **changes):
+    return run.configure(experiment, TINY[experiment] + [f"{k}={v}" for k, v in changes.items()])
+
+
+def test_one_process_trains_as_lm_fit(tmp_path):
+    results = run.main(arguments("char-lm", tmp_path, dtype="float32", evaluate=True))
+    assert results["processes"] == 1 and results["val_loss"] > 0
+    config = tiny_config("char-lm")
+    setup = run.char_lm(config, torch.device("cpu"))  # the same model, freshly initialised
+    vocab, train_ids, val_ids = setup.data
+    history = lm.fit(setup.model, train_ids, config, progress=False)
+    trained = run.load(tmp_path, device="cpu")
+    for name, value in setup.model.state_dict().items():
+        assert torch.equal(trained.model.state_dict()[name], value), name
+    assert torch.load(tmp_path / "checkpoint.pt")["history"]["loss"] == history["loss"]
+    assert results["val_loss"] == lm.evaluate(setup.model, val_ids, 32, config["context"])
+
+
+def test_one_process_trains_as_translate_fit(tmp_path):
+    run.main(arguments("translation-de-en", tmp_path, dtype="float32"))
+    config = tiny_config("translation-de-en")
+    setup = run.translation(config, torch.device("cpu"))
+    fit = {k: config[k] for k in ("steps", "batch_size", "lr", "clip", "seed", "warmup",
+                                  "decay")}
+    tr.fit(setup.model, setup.data, progress=False, **fit)
+    for name, value in setup.model.state_dict().items():
+        assert torch.equal(weights(tmp_path)[name], value), name
+
+
+def test_an_interrupted_run_with_dropout_resumes_exactly(tmp_path, monkeypatch):
+    args = arguments("char-lm", tmp_path / "whole", "--set", "dropout=0.2")
+    run.main(args)
+    save_atomic = run.save_atomic
+
+    def interrupted(obj, path):
+        save_atomic(obj, path)
+        if obj.get("step") == 6:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "save_atomic", interrupted)
+    args = arguments("char-lm", tmp_path / "cut", "--set", "dropout=0.2",
+                     "--checkpoint-every", "3")
+    with pytest.raises(KeyboardInterrupt):
+        run.main(args)
+    monkeypatch.undo()
+    run.main(args)  # resumes at step 6: the same batches, rates and dropout masks
+    for name, value in weights(tmp_path / "whole").items():
+        assert torch.equal(weights(tmp_path / "cut")[name], value), name
+    again = run.main(args)  # nothing left to train: evaluates the saved model again
+    assert again["train_seconds"] == history(tmp_path / "cut")["seconds"][-1]
+
+
+def test_a_checkpoint_of_another_run_is_not_resumed(tmp_path):
+    run.main(arguments("char-lm", tmp_path))
+    with pytest.raises(ValueError, match="checkpoint of another run"):
+        run.main(arguments("char-lm", tmp_path, "--set", "lr=0.5"))
+
+
+def test_configure_and_its_errors():
+    assert run.configure("translation-de-en")["p"] == 256
+    config = run.configure("char-lm", ["steps=7", "lr=1", "positional=learned"])
+    assert (config["steps"], config["lr"], config["positional"]) == (7, 1, "learned")
+    assert run.configure("char-lm") == dict(seed=0, **lm.TRANSFORMER_FULL_PROFILE["arch"],
+                                            **lm.TRANSFORMER_FULL_PROFILE["fit"])
+    with pytest.raises(ValueError, match="experiment must be one of"):
+        run.configure("gpt-5")
+    with pytest.raises(ValueError, match="key among"):
+        run.configure("char-lm", ["stepz=7"])
+    with pytest.raises(ValueError, match="key among"):
+        run.configure("char-lm", ["steps"])
+    with pytest.raises(ValueError, match="must be of type int"):
+        run.configure("char-lm", ["steps=7.5"])
+    for bad in (["--set", "stepz=7"], ["--checkpoint-every", "0"]):  # the command line
+        with pytest.raises(SystemExit):
+            run.main(["char-lm", *bad])
+    with pytest.raises(ValueError, match="exceeds max_len"):
+        run.char_lm(run.configure("char-lm", ["context=512"]), torch.device("cpu"))
+
+
+def test_at_step_and_sharing():
+    item = run.at_step(iter(range(100)))
+    assert [item(3), item(4), item(10)] == [3, 4, 10]  # skips what a resumed run needs not
+    with pytest.raises(ValueError, match="steps must increase"):
+        item(5)
+    setup = run.char_lm(tiny_config("char-lm"), torch.device("cpu"))
+    (x, y), weight = setup.batch(0, 1, 4)  # rows 1 and 5 of 6, on 4 processes
+    assert x.shape == (2, 16) and weight == 2 * 4 / 6
+    assert setup.batch(1, 0, 1)[1] == 1.0  # one process: the whole batch, weight 1
+    with pytest.raises(ValueError, match="cannot be shared by 8 processes"):
+        setup.batch(2, 0, 8)
