@@ -7,8 +7,8 @@ STAMP := $(VENV)/.installed
 export SEQLIB_DEVICE ?= cpu
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
-# nbval runs the chapters in parallel, one worker per core and each chapter whole on one
-# worker; chapters that need the same trained model share it through the model cache's lock.
+# The tests run on JOBS workers (pytest-xdist); nbval keeps each chapter whole on one worker,
+# and chapters that need the same trained model share it through the model cache's lock.
 JOBS ?= 2
 PARALLEL := -n $(JOBS) --dist loadfile
 
@@ -29,7 +29,7 @@ book: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check seqlib tests benchmarks
-	$(BIN)/pytest -p no:cacheprovider tests --ignore=tests/test_html.py
+	$(BIN)/pytest -p no:cacheprovider -n $(JOBS) tests --ignore=tests/test_html.py
 	SEQLIB_MODEL_CACHE=$$(mktemp -d) $(BIN)/pytest -p no:cacheprovider $(PARALLEL) $(NBVAL) \
 		$(NOTEBOOKS)
 	$(MAKE) book
