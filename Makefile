@@ -39,8 +39,9 @@ test: $(STAMP)
 test-gpu: $(STAMP)
 	SEQLIB_DEVICE=cuda $(BIN)/pytest -p no:cacheprovider --nbval-lax --nbval-current-env $(NOTEBOOKS)
 
-# Re-execute every notebook in place on the CPU (regenerates the stored outputs). Both this
-# and `test` train from scratch: trained models are cached only within one run.
+# Re-execute every notebook in place on the CPU (regenerates the stored outputs), then the
+# coverage page. Both this and `test` train from scratch: trained models are cached only
+# within one run.
 execute: $(STAMP)
 	@printf '%-48s %9s\n' notebook seconds > $(VENV)/execute-times.txt
 	@export SEQLIB_MODEL_CACHE=$$(mktemp -d); for nb in $(NOTEBOOKS); do \
@@ -52,6 +53,7 @@ execute: $(STAMP)
 			| tee -a $(VENV)/execute-times.txt; \
 	done
 	@echo; cat $(VENV)/execute-times.txt
+	$(BIN)/python book/coverage.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks
