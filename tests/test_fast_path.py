@@ -175,3 +175,23 @@ def test_masked_recur_keeps_stepping_with_fused_step(unit):
     torch.testing.assert_close(out, out_ref, atol=1e-12, rtol=1e-12)
     for a, b in zip(last, last_ref, strict=True):
         torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_the_backward_pass_leaves_the_incoming_gradients_alone(unit):
+    """The buffers of the backward loop are its own: the output gradients it receives
+    (which autograd may share with other nodes) are the same after it."""
+    fast, textbook = twins(UNITS[unit], 1, False, torch.float64, "cpu")
+    x = torch.randn(2, 4, 4, dtype=torch.float64)
+    out, last = fast.recur(x)
+    incoming = [torch.randn(o.shape, dtype=torch.float64) for o in (out, *last)]
+    saved = [g.clone() for g in incoming]
+    grads = []
+    for model in (fast, textbook):
+        out, last = model.recur(x)
+        outputs = (out, *last)
+        grads.append(torch.autograd.grad(outputs, list(model.parameters()), incoming))
+        for g, g0 in zip(incoming, saved, strict=True):
+            assert torch.equal(g, g0)
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-12)
