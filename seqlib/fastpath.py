@@ -64,7 +64,7 @@ class RNNScan(torch.autograd.Function):
         H = X.new_empty(T + 1, B, m)  # H[t] = h^<t>, h^<0> included
         H[0] = h0
         # W_hx x^<t> + b_h of every step, (T B, m), overwritten by h^<t> in the loop
-        torch.addmm(b_h, X.view(T * B, p), W_hx.T, out=H[1:].view(T * B, m))
+        torch.addmm(b_h, X.reshape(T * B, p), W_hx.T, out=H[1:].view(T * B, m))
         S_h_, Hs, W_T = RNNScan.activations[nonlinearity], H.unbind(0), W_hh.T
         for t in range(T):
             S_h_(Hs[t + 1].addmm_(Hs[t], W_T))
