@@ -18,6 +18,7 @@ state; torch.nn.GRU's z is 1 - g_u, so `from_torch` negates that block.
 import torch
 from torch import nn
 
+from seqlib import fastpath
 from seqlib.rnn import Cell, Recurrent
 
 
@@ -70,6 +71,11 @@ class LSTMCell(Cell):
         i, f, g, o = z.chunk(4, dim=-1)
         return self.combine(torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g),
                             torch.sigmoid(o), c)
+
+    def fast_scan(self, x: torch.Tensor, state: tuple):
+        """All steps of a time-major x (T, B, p), backward pass by hand (seqlib.fastpath)."""
+        H, h, c = fastpath.LSTMScan.apply(x, *state, self.W_hx, self.W_hh, self.b_h)
+        return H, (h, c)
 
 
 class GRUCell(Cell):
@@ -132,6 +138,15 @@ class GRUCell(Cell):
             g_r, g_u = gates.chunk(2, dim=-1)
             h_tilde = torch.tanh(torch.addmm(u[:, 2 * m:], g_r * h, self.W_hh[2 * m:].T))
         return (torch.lerp(h, h_tilde, g_u),)  # (1 - g_u) h + g_u h_tilde in one call
+
+    def fast_scan(self, x: torch.Tensor, state: tuple):
+        """All steps of a time-major x (T, B, p), backward pass by hand (seqlib.fastpath)."""
+        if self.reset_after:
+            H, h = fastpath.GRUResetAfterScan.apply(x, state[0], self.W_hx, self.W_hh,
+                                                     self.b_h, self.b_hn)
+        else:
+            H, h = fastpath.GRUScan.apply(x, state[0], self.W_hx, self.W_hh, self.b_h)
+        return H, (h,)
 
     def torch_signs(self) -> torch.Tensor:
         """(3 m,) signs mapping each row of W_hx, W_hh, b_h to torch.nn.GRU's: -1 on the

@@ -29,7 +29,10 @@ one-hot vector of the true previous output.
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
+
+from seqlib import fastpath
 
 ACTIVATIONS = {
     "tanh": torch.tanh,
@@ -79,9 +82,12 @@ class Cell(nn.Module):
     W_hh (G m, m) and b_h (G m), and two ways to run a sequence.
 
     - the textbook path, `step`: one step as the chapter writes it, one product per gate;
-    - the fast path, `fused_step`: the input term of every gate is computed for all time
-      steps at once (`input_projection`), and the recurrent products of the gates are
-      fused into one matrix product per step. Both give the same results.
+    - the fast path, `fast_scan`: the input term of every gate is computed for all time
+      steps at once (`input_projection`), the recurrent products of the gates are fused
+      into one matrix product per step (`fused_step`), and for the RNN, LSTM and GRU the
+      backward pass through time is written by hand (seqlib.fastpath), so that autograd
+      records one operation per sequence instead of a dozen per step. Both paths give the
+      same results.
 
     The state is a tuple: (h,) for the RNN and the GRU, (h, c) for the LSTM.
     """
@@ -109,20 +115,31 @@ class Cell(nn.Module):
         return x @ self.W_hx[rows].T + h @ self.W_hh[rows].T + self.b_h[rows]
 
     def input_projection(self, x: torch.Tensor) -> torch.Tensor:
-        """W_hx x^<t> + b_h for every step at once: (B, T, p) -> (B, T, G m)."""
-        return x @ self.W_hx.T + self.b_h
+        """W_hx x^<t> + b_h for every step at once: (..., p) -> (..., G m), one product."""
+        return F.linear(x, self.W_hx, self.b_h)
 
     def scan(self, x: torch.Tensor, state: tuple, fast: bool = True):
-        """Run the unit over x (B, T, p) from `state`; return states h (B, T, m), last state."""
+        """Run the unit over x (B, T, p) from `state`; return states h (B, T, m), last state.
+        The fast path runs `fast_scan` on the time-major x; the textbook path calls `step`,
+        the equations as written, at every step."""
         if fast:
-            step, inputs = self.fused_step, self.input_projection(x).unbind(1)
-        else:
-            step, inputs = self.step, x.unbind(1)
+            H, state = self.fast_scan(x.transpose(0, 1).contiguous(), state)  # x (T, B, p)
+            return H.transpose(0, 1), state  # (B, T, m)
         hs = []
-        for u in inputs:  # unbind, not indexing: indexing is quadratic in backward
-            state = step(u, state)
+        for x_t in x.unbind(1):  # unbind, not indexing: indexing is quadratic in backward
+            state = self.step(x_t, state)
             hs.append(state[0])
         return torch.stack(hs, dim=1), state
+
+    def fast_scan(self, x: torch.Tensor, state: tuple):
+        """The fast path over a time-major x (T, B, p): the input terms of all steps in one
+        product, then `fused_step` at every step, recorded by autograd. Units with a
+        backward pass written by hand (seqlib.fastpath) override it. Returns (T, B, m)."""
+        hs = []
+        for u in self.input_projection(x).unbind(0):
+            state = self.fused_step(u, state)
+            hs.append(state[0])
+        return torch.stack(hs), state
 
     def load_torch(self, w_ih, w_hh, b_ih, b_hh) -> None:
         """Copy the weights of one layer and direction of the torch.nn module; the two
@@ -155,6 +172,13 @@ class RNNCell(Cell):
 
     def fused_step(self, u, state):
         return (self.S_h(torch.addmm(u, state[0], self.W_hh.T)),)
+
+    def fast_scan(self, x, state):
+        if self.nonlinearity not in fastpath.RNNScan.slopes:  # no hand-written backward
+            return super().fast_scan(x, state)
+        H, h = fastpath.RNNScan.apply(x, state[0], self.W_hx, self.W_hh, self.b_h,
+                                      self.nonlinearity)
+        return H, (h,)
 
 
 def cell_name(layer: int, direction: int) -> str:
