@@ -53,7 +53,8 @@ FIT_KEYS = ("batch_size", "context", "steps", "lr", "warmup")  # what `fit` read
 TRANSFORMER_BOOK_PROFILE = {
     "arch": dict(p=128, heads=4, n1=512, num_layers=4, max_len=64, dropout=0.0,
                  positional="sinusoidal"),
-    "fit": dict(batch_size=12, context=64, steps=2000, lr=3e-3, warmup=100, beta2=0.99)}
+    "fit": dict(batch_size=12, context=64, steps=2000, lr=3e-3, warmup=100, beta2=0.99,
+                weight_decay=0.1)}
 TRANSFORMER_FULL_PROFILE = {
     "arch": dict(p=384, heads=6, n1=1536, num_layers=6, max_len=256, dropout=0.2,
                  positional="sinusoidal"),
