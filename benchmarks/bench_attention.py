@@ -44,6 +44,7 @@ from seqlib.self_attention import scaled_dot_product
 from seqlib.transformer import TransformerBlock
 
 RESULTS = Path(__file__).parent / "results"
+FIGURES = Path(__file__).resolve().parents[1] / "book" / "figures"
 LENGTHS = (64, 128, 256, 512, 1024, 2048)
 B, H, M = 8, 8, 64  # batch, heads, head size of the attention comparison
 BLOCK = {"p": 512, "heads": 8, "n1": 2048, "batch": 8, "T": 256}
@@ -314,31 +315,40 @@ def bench_block(args, device) -> tuple[list, dict]:
                   "max load during": round(max(load, os.getloadavg()[0]), 2)}
 
 
-def common_parser(doc: str, *, repeats: int, quick: str) -> argparse.ArgumentParser:
-    """The options both benchmarks of Section 7.5 take: device, lengths, repeats, time
-    budget, load limit, quick smoke run and output folder."""
+def common_parser(doc: str, *, repeats: int, quick: str, sweep: tuple = ("lengths", LENGTHS,
+                  "sequence lengths T"), budget: float = 30.0, least: int = 3,
+                  figure: str | None = None) -> argparse.ArgumentParser:
+    """The options every benchmark takes: device, the sizes it sweeps (`sweep`: the option's
+    name, its default values and help; --lengths by default), repeats, time budget, load
+    limit, quick smoke run, output folder and, when `figure` names its default file, the
+    figure."""
+    name, default, help_text = sweep
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda[:index]")
-    parser.add_argument("--lengths", nargs="+", type=positive, default=list(LENGTHS),
-                        help="sequence lengths T")
+    parser.add_argument(f"--{name}", nargs="+", type=positive, default=list(default),
+                        help=help_text)
     parser.add_argument("--repeats", type=positive, default=repeats,
                         help="runs per implementation (at most)")
-    parser.add_argument("--budget", type=float, default=30.0,
+    parser.add_argument("--budget", type=float, default=budget,
                         help="seconds the timed runs of one configuration should take at "
-                             "most: fewer rounds (at least 3) where --repeats would take longer")
+                             f"most: fewer rounds (at least {least}) where --repeats would "
+                             "take longer")
     parser.add_argument("--max-load", type=float, default=1.0)
     parser.add_argument("--max-wait", type=float, default=1200.0)
     parser.add_argument("--quick", action="store_true",
-                        help=f"a smoke run: {quick}, 3 runs, no waiting; writes nothing "
-                             "unless an output is named")
+                        help=f"a smoke run: {quick}, no waiting; writes nothing unless an "
+                             "output is named")
     parser.add_argument("--out", type=Path, default=None,
                         help="folder for the results (default benchmarks/results)")
+    if figure is not None:
+        parser.add_argument("--figure", type=Path, default=None,
+                            help=f"the PNG figure (default book/figures/{figure})")
     return parser
 
 
 def main() -> None:
     """Parse the options, run the parts asked for, print and write the results."""
-    parser = common_parser(__doc__, repeats=101, quick="T = 64, 128, block T = 64")
+    parser = common_parser(__doc__, repeats=101, quick="T = 64, 128, block T = 64, 3 runs")
     parser.add_argument("--parts", nargs="+", default=["attention", "block"],
                         choices=["attention", "block"])
     parser.add_argument("--block-length", type=positive, default=BLOCK["T"])

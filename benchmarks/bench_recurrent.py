@@ -20,7 +20,6 @@ Writes benchmarks/results/recurrent-<device>.md and .json and the figure
 book/figures/recurrent_batch.png (recurrent_batch-cuda.png on a GPU).
 """
 
-import argparse
 import os
 import statistics
 import time
@@ -32,12 +31,13 @@ from torch import nn
 
 import seqlib
 from benchmarks.bench_attention import (
+    FIGURES,
     RESULTS,
     check_equal,
+    common_parser,
     forward_backward,
     machine,
     peak_memory_mib,
-    positive,
     report,
     set_up,
     wait_for_quiet,
@@ -47,7 +47,6 @@ from seqlib.gated import GRU, LSTM
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the file-only backend)
 
-FIGURES = Path(__file__).resolve().parents[1] / "book" / "figures"
 T, P, M = 100, 64, 256  # steps, input size, hidden size
 BATCHES = (1, 2, 4, 8, 12, 16, 32, 64)
 TARGETS = {8: 1.3, 64: 1.1}  # the issue's limits on fast / torch.nn, by batch size
@@ -216,24 +215,10 @@ def headline(rows: list, clock: str) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda[:index]")
+    parser = common_parser(__doc__, repeats=41, quick="batches 2 and 8, 5 rounds",
+                           sweep=("batches", BATCHES, "batch sizes B"), budget=40.0, least=5,
+                           figure="recurrent_batch.png")
     parser.add_argument("--units", nargs="+", default=list(UNITS), choices=list(UNITS))
-    parser.add_argument("--batches", nargs="+", type=positive, default=list(BATCHES))
-    parser.add_argument("--repeats", type=positive, default=41,
-                        help="rounds of runs (at most) per unit and batch size")
-    parser.add_argument("--budget", type=float, default=40.0,
-                        help="seconds the rounds of one unit and batch size should take at "
-                             "most: fewer rounds (at least 5) where --repeats would take longer")
-    parser.add_argument("--max-load", type=float, default=1.0)
-    parser.add_argument("--max-wait", type=float, default=1200.0)
-    parser.add_argument("--quick", action="store_true",
-                        help="a smoke run: batches 2 and 8, 5 rounds, no waiting; writes "
-                             "nothing unless an output is named")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="folder for the results (default benchmarks/results)")
-    parser.add_argument("--figure", type=Path, default=None,
-                        help="the PNG figure (default book/figures/recurrent_batch.png)")
     args = parser.parse_args()
     if args.quick:
         args.batches, args.repeats, args.max_wait = [2, 8], 5, 0.0

@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from benchmarks.bench_attention import (
+    FIGURES,
     RESULTS,
     common_parser,
     forward_backward,
@@ -38,7 +39,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the file-only backend)
 from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
-FIGURES = Path(__file__).resolve().parents[1] / "book" / "figures"
 LENGTHS = (64, 128, 256, 512, 1024, 2048)
 B, P, HEADS = 8, 256, 4  # batch, features (LSTM input and hidden size, attention's p), heads
 LAYERS = ("torch.nn.LSTM", "seqlib LSTM", "attention, fast", "attention, explicit")
@@ -109,9 +109,8 @@ def plot(rows: list, title: str, path: Path) -> None:
 
 
 def main() -> None:
-    parser = common_parser(__doc__, repeats=31, quick="T = 64, 128, 256")
-    parser.add_argument("--figure", type=Path, default=None,
-                        help="the PNG figure (default book/figures/attention_scaling.png)")
+    parser = common_parser(__doc__, repeats=31, quick="T = 64, 128, 256, 3 runs",
+                           figure="attention_scaling.png")
     args = parser.parse_args()
     if args.quick:
         args.lengths, args.repeats, args.max_wait = [64, 128, 256], 3, 0.0
