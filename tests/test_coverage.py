@@ -73,6 +73,19 @@ def test_every_equation_has_exactly_one_tagged_home():
         assert cell.index(label) < cell.index("\\tag{" + number), f"{label} must come first"
 
 
+DOLLAR_DISPLAY = re.compile(r"\$\$(.*?)\$\$", re.S)
+
+
+def test_no_tagged_dollar_display_spans_lines():
+    """Sphinx wraps a $$ display holding a line break (\\\\) in a split environment, where
+    MathJax refuses \\tag; a multi-line tagged display is written as an equation
+    environment instead, which is passed to MathJax as it stands."""
+    wrapped = [(home, number) for home in NOTEBOOKS for cell in markdown(home)
+               for body in DOLLAR_DISPLAY.findall(cell) if "\\\\" in body
+               for number in TAG.findall(body)]
+    assert not wrapped, f"tagged $$ displays with line breaks: {wrapped}"
+
+
 @pytest.mark.parametrize("number", list(DATA["equations"]))
 def test_every_equation_names_its_code_and_check(number):
     eq = DATA["equations"][number]
