@@ -1,16 +1,23 @@
-"""The book's two public data sets: tiny Shakespeare and Multi30k (task 1).
+"""The book's public data sets: tiny Shakespeare, Multi30k (task 1), the sentence polarity
+data set, the MNIST test digits and Melbourne's daily minimum temperatures.
 
-Files live under a data directory with the layout ``tinyshakespeare/input.txt`` and
-``multi30k/{split}.{lang}.gz``. The directory is, in order: the ``data_dir`` argument, the
-environment variable ``SEQLIB_DATA_DIR``, or a per-user cache (``$XDG_CACHE_HOME/seqlib``,
-by default ``~/.cache/seqlib``). A file is downloaded from its canonical address only when
-it is missing there, and its sha256 is checked every time it is used.
+Files live under a data directory with the layout ``tinyshakespeare/input.txt``,
+``multi30k/{split}.{lang}.gz``, ``movie-review-polarity/rt-polarity.{pos,neg}``,
+``mnist/t10k-{images-idx3,labels-idx1}-ubyte.gz`` and
+``temperatures/daily-min-temperatures.csv``. The directory is, in order: the ``data_dir``
+argument, the environment variable ``SEQLIB_DATA_DIR``, or a per-user cache
+(``$XDG_CACHE_HOME/seqlib``, by default ``~/.cache/seqlib``). A file is downloaded from its
+canonical address only when it is missing there, and its sha256 is checked every time it is
+used.
 
 Multi30k: Elliott et al. (2016), "Multi30K: Multilingual English-German Image Descriptions";
 Elliott et al. (2017), "Findings of the Second Shared Task on Multimodal Machine Translation"
 (French). For educational and non-commercial research use.
+Sentence polarity: Pang & Lee (2005), "Seeing stars", ACL (the copy distributed with Kim
+(2014)'s code). MNIST: LeCun et al. (1998). Temperatures: Australian Bureau of Meteorology.
 """
 
+import datetime
 import gzip
 import hashlib
 import http.client
@@ -20,6 +27,7 @@ import tempfile
 import urllib.request
 import zlib
 
+import torch
 from tqdm.auto import tqdm
 
 DATA_VARIABLE = "SEQLIB_DATA_DIR"
@@ -42,6 +50,20 @@ _MULTI30K_SHA256 = {
     "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
 }
 
+_POLARITY_URL = "https://raw.githubusercontent.com/yoonkim/CNN_sentence/master/{name}"
+_POLARITY_SHA256 = {
+    "rt-polarity.pos": "2da124ec187a9d5a29c9f04e91c540e02baed5af8868f550a26bd6fd4dbf8bf0",
+    "rt-polarity.neg": "4ace77d558c3714723843f1d65b60c01e3417b208180f0728808d76ad0eeeaca",
+}
+_MNIST_URL = "https://ossci-datasets.s3.amazonaws.com/mnist/{name}"
+_MNIST_SHA256 = {
+    "t10k-images-idx3-ubyte.gz": "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
+    "t10k-labels-idx1-ubyte.gz": "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
+}
+_TEMPERATURES_URL = (
+    "https://raw.githubusercontent.com/selva86/datasets/master/daily-min-temperatures.csv"
+)
+
 # Relative name under the data directory -> (canonical URL, sha256 of the file).
 FILES: dict[str, tuple[str, str]] = {
     "tinyshakespeare/input.txt": (
@@ -52,6 +74,15 @@ FILES: dict[str, tuple[str, str]] = {
         f"multi30k/{name}": (_MULTI30K_URL.format(name=name), sha)
         for name, sha in _MULTI30K_SHA256.items()
     },
+    **{
+        f"movie-review-polarity/{name}": (_POLARITY_URL.format(name=name), sha)
+        for name, sha in _POLARITY_SHA256.items()
+    },
+    **{f"mnist/{name}": (_MNIST_URL.format(name=name), sha) for name, sha in _MNIST_SHA256.items()},
+    "temperatures/daily-min-temperatures.csv": (
+        _TEMPERATURES_URL,
+        "a29a71f38cf548a0b12bee44ceb510919a8cef450e19019261d534208c884fa2",
+    ),
 }
 
 _BLOCK = 1 << 16  # bytes read at a time when hashing or downloading
@@ -185,3 +216,66 @@ def multi30k(split: str, src: str = "en", tgt: str = "fr", data_dir=None) -> lis
             f"{paths[1]} has {len(targets)}"
         )
     return list(zip(sources, targets, strict=True))
+
+
+def movie_reviews(data_dir=None) -> list[tuple[str, int]]:
+    """The sentence polarity data set: ``(sentence, label)`` pairs, label 1 for the 5,331
+    positive snippets, then 0 for the 5,331 negative ones, in file order.
+
+    The files are Latin-1 text, one lowercased, tokenised sentence a line. The data set has
+    no official split (its usual protocol is 10-fold cross-validation).
+    """
+    pairs = []
+    for label, name in ((1, "pos"), (0, "neg")):
+        path = fetch(f"movie-review-polarity/rt-polarity.{name}", data_dir)
+        lines = path.read_bytes().decode("latin-1").split("\n")
+        pairs += [(line.strip(), label) for line in lines if line.strip()]
+    return pairs
+
+
+def _idx(path: pathlib.Path, dims: int) -> torch.Tensor:
+    """An unsigned-byte IDX array (the MNIST format) with ``dims`` dimensions, as uint8."""
+    try:
+        with gzip.open(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError, zlib.error) as err:
+        raise ValueError(f"{path} is not a valid gzip file ({err}); delete it and retry") from err
+    magic = int.from_bytes(raw[:4], "big")
+    if magic != 0x0800 + dims:
+        raise ValueError(
+            f"{path}: IDX magic number {magic:#06x}, expected {0x0800 + dims:#06x} "
+            f"(unsigned bytes, {dims} dimensions)"
+        )
+    shape = [int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
+    body = raw[4 + 4 * dims:]
+    if len(body) != torch.Size(shape).numel():
+        raise ValueError(f"{path}: {len(body)} data bytes for shape {shape}")
+    return torch.frombuffer(bytearray(body), dtype=torch.uint8).reshape(shape)
+
+
+def mnist_test(data_dir=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The 10,000 MNIST test digits: images ``(10000, 28, 28)`` uint8 (0 background, 255
+    ink) and labels ``(10000,)`` int64 in 0..9."""
+    images = _idx(fetch("mnist/t10k-images-idx3-ubyte.gz", data_dir), 3)
+    labels = _idx(fetch("mnist/t10k-labels-idx1-ubyte.gz", data_dir), 1)
+    if len(images) != len(labels):
+        raise ValueError(f"MNIST: {len(images)} images but {len(labels)} labels")
+    return images, labels.long()
+
+
+def daily_min_temperatures(data_dir=None) -> tuple[list[datetime.date], torch.Tensor]:
+    """Melbourne's daily minimum temperature (degrees Celsius), 1981-01-01 to 1990-12-31:
+    the dates and a float64 tensor of the 3,650 values, in order."""
+    path = fetch("temperatures/daily-min-temperatures.csv", data_dir)
+    lines = path.read_text(encoding="utf-8").strip().splitlines()
+    if lines[0].strip() != "Date,Temp":
+        raise ValueError(f"{path}: header {lines[0]!r}, expected 'Date,Temp'")
+    dates, values = [], []
+    for number, line in enumerate(lines[1:], start=2):
+        try:
+            day, value = line.split(",")
+            dates.append(datetime.date.fromisoformat(day.strip()))
+            values.append(float(value))
+        except ValueError as err:
+            raise ValueError(f"{path}, line {number}: {line!r} is not 'YYYY-MM-DD,value'") from err
+    return dates, torch.tensor(values, dtype=torch.float64)

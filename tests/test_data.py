@@ -1,6 +1,7 @@
 """Tests of seqlib.data: the loader logic on small files served from a local HTTP server,
 then the real data sets when SEQLIB_DATA_DIR points at a copy of them."""
 
+import datetime
 import functools
 import gzip
 import hashlib
@@ -13,6 +14,7 @@ import sys
 import threading
 
 import pytest
+import torch
 
 from seqlib import data
 
@@ -24,6 +26,16 @@ SENTENCES = {
     "fr": "Deux chiens jouent.\n Un homme  court. \nUne voiture rouge.",
     "de": "Zwei Hunde spielen.\n Ein Mann  läuft. \nEin rotes Auto.\n",
 }
+# Two positive snippets (one with a Latin-1 character) and one negative, as the files hold them.
+POLARITY = {"pos": "a gorgeous , witty film . \nun film très bien . \n",
+            "neg": "dull and long . \n"}
+TEMPERATURES = "Date,Temp\n1981-01-01,20.7\n1981-01-02,17.9\n"
+
+
+def idx(array: list, shape: list[int]) -> bytes:
+    """A gzipped unsigned-byte IDX file (the MNIST format)."""
+    head = (0x0800 + len(shape)).to_bytes(4, "big") + b"".join(n.to_bytes(4, "big") for n in shape)
+    return gzip.compress(head + bytes(array))
 
 
 def sha256(raw: bytes) -> str:
@@ -81,6 +93,14 @@ def remote(tmp_path):
     for split in data.SPLITS:
         for lang, text in SENTENCES.items():
             (root / f"multi30k/{split}.{lang}.gz").write_bytes(gzip.compress(text.encode()))
+    (root / "movie-review-polarity").mkdir()
+    for name, text in POLARITY.items():
+        (root / f"movie-review-polarity/rt-polarity.{name}").write_bytes(text.encode("latin-1"))
+    (root / "mnist").mkdir()
+    (root / "mnist/t10k-images-idx3-ubyte.gz").write_bytes(idx(list(range(2 * 2 * 3)), [2, 2, 3]))
+    (root / "mnist/t10k-labels-idx1-ubyte.gz").write_bytes(idx([7, 2], [2]))
+    (root / "temperatures").mkdir()
+    (root / "temperatures/daily-min-temperatures.csv").write_text(TEMPERATURES)
     return root
 
 
@@ -125,6 +145,9 @@ def test_files_registry_names_every_file_with_its_canonical_address():
         for s in ("train", "val", "test_2016_flickr")
         for lang in "en fr de".split()
     }
+    names |= {"movie-review-polarity/rt-polarity.pos", "movie-review-polarity/rt-polarity.neg",
+              "mnist/t10k-images-idx3-ubyte.gz", "mnist/t10k-labels-idx1-ubyte.gz",
+              "temperatures/daily-min-temperatures.csv"}
     assert set(data.FILES) == names
     for name, (url, digest) in data.FILES.items():
         assert url.startswith("https://") and url.endswith(name.split("/")[-1])
@@ -316,6 +339,71 @@ def test_multi30k_validates_its_arguments(kwargs, expected, tmp_path):
     assert list(tmp_path.iterdir()) == []  # rejected before any file is touched
 
 
+# ------------------------------------------------- sentiment, digits and temperatures
+
+
+def test_the_three_task_loaders_read_their_formats(server, local):
+    assert data.movie_reviews() == [
+        ("a gorgeous , witty film .", 1), ("un film très bien .", 1), ("dull and long .", 0)]
+    images, labels = data.mnist_test()
+    assert images.dtype == torch.uint8 and images.shape == (2, 2, 3)
+    assert images[1].tolist() == [[6, 7, 8], [9, 10, 11]]
+    assert labels.dtype == torch.int64 and labels.tolist() == [7, 2]
+    dates, temps = data.daily_min_temperatures()
+    assert dates == [datetime.date(1981, 1, 1), datetime.date(1981, 1, 2)]
+    assert temps.dtype == torch.float64 and temps.tolist() == [20.7, 17.9]
+    assert len(server.requests) == 5
+
+
+def bypass(monkeypatch, local, name: str, raw: bytes):
+    """Write ``raw`` as the local copy of ``name`` and accept its checksum."""
+    path = local / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(raw)
+    monkeypatch.setitem(data.FILES, name, ("http://unused", sha256(raw)))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"not gzip", "not a valid gzip file"),
+        (idx([1, 2], [2]), r"IDX magic number 0x0801, expected 0x0803"),
+        (idx([1, 2, 3], [1, 2, 2])[:-8], "is not a valid gzip file"),
+        (gzip.compress((0x0803).to_bytes(4, "big") + b"\0\0\0\2" * 3 + b"\0"),
+         r"1 data bytes for shape \[2, 2, 2\]"),
+    ],
+    ids=["not-gzip", "wrong-dimensions", "truncated", "short-body"],
+)
+def test_broken_mnist_files_are_value_errors_naming_the_file(raw, expected, local, monkeypatch):
+    path = bypass(monkeypatch, local, "mnist/t10k-images-idx3-ubyte.gz", raw)
+    with pytest.raises(ValueError, match=expected) as info:
+        data.mnist_test()
+    assert str(path) in str(info.value)
+
+
+def test_mnist_images_and_labels_must_match(local, monkeypatch):
+    bypass(monkeypatch, local, "mnist/t10k-images-idx3-ubyte.gz", idx([0] * 4, [1, 2, 2]))
+    bypass(monkeypatch, local, "mnist/t10k-labels-idx1-ubyte.gz", idx([3, 4], [2]))
+    with pytest.raises(ValueError, match="1 images but 2 labels"):
+        data.mnist_test()
+
+
+@pytest.mark.parametrize(
+    ("csv", "expected"),
+    [
+        ("date,temp\n1981-01-01,20.7\n", "header 'date,temp', expected 'Date,Temp'"),
+        ("Date,Temp\n1981-01-01,20.7\n1981-13-01,3.0\n", r"line 3: '1981-13-01,3.0'"),
+        ("Date,Temp\n1981-01-01,?0.2\n", r"line 2: '1981-01-01,\?0.2'"),
+    ],
+    ids=["header", "date", "value"],
+)
+def test_broken_temperature_rows_are_named(csv, expected, local, monkeypatch):
+    bypass(monkeypatch, local, "temperatures/daily-min-temperatures.csv", csv.encode())
+    with pytest.raises(ValueError, match=expected):
+        data.daily_min_temperatures()
+
+
 # ------------------------------------------------------------------------ the real data
 
 real = pytest.mark.skipif(
@@ -352,3 +440,31 @@ def test_multi30k_real_first_training_pair():
         "Zwei junge weiße Männer sind im Freien in der Nähe vieler Büsche.",
         en,
     )
+
+
+@real
+def test_movie_reviews_real():
+    pairs = data.movie_reviews()
+    assert len(pairs) == 10_662 and sum(label for _, label in pairs) == 5_331
+    assert pairs[0][0].startswith("the rock is destined to be the 21st century's new")
+    assert all(sentence and "\n" not in sentence for sentence, _ in pairs)
+
+
+@real
+def test_mnist_test_real():
+    images, labels = data.mnist_test()
+    assert images.shape == (10_000, 28, 28) and int(images.max()) == 255
+    assert labels[:10].tolist() == [7, 2, 1, 0, 4, 1, 4, 9, 5, 9]
+    assert torch.bincount(labels).tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028,
+                                               974, 1009]
+
+
+@real
+def test_daily_min_temperatures_real():
+    dates, temps = data.daily_min_temperatures()
+    assert len(dates) == len(temps) == 3_650
+    assert (dates[0], dates[-1]) == (datetime.date(1981, 1, 1), datetime.date(1990, 12, 31))
+    assert temps[0] == 20.7 and all(b > a for a, b in zip(dates, dates[1:], strict=False))
+    # 365 rows a year: the leap years 1984 and 1988 lack their 31 December
+    assert [d.year for d in dates].count(1984) == 365
+    assert datetime.date(1984, 12, 31) not in dates and datetime.date(1984, 12, 30) in dates
