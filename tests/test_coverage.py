@@ -76,14 +76,18 @@ def test_every_equation_has_exactly_one_tagged_home():
 DOLLAR_DISPLAY = re.compile(r"\$\$(.*?)\$\$", re.S)
 
 
-def test_no_tagged_dollar_display_spans_lines():
+def test_tagged_displays_reach_mathjax_as_written():
     """Sphinx wraps a $$ display holding a line break (\\\\) in a split environment, where
-    MathJax refuses \\tag; a multi-line tagged display is written as an equation
-    environment instead, which is passed to MathJax as it stands."""
+    MathJax refuses \\tag, and numbers an unstarred equation environment with a second
+    number of its own; a multi-line tagged display is an equation* environment, which is
+    passed to MathJax as it stands."""
     wrapped = [(home, number) for home in NOTEBOOKS for cell in markdown(home)
                for body in DOLLAR_DISPLAY.findall(cell) if "\\\\" in body
                for number in TAG.findall(body)]
     assert not wrapped, f"tagged $$ displays with line breaks: {wrapped}"
+    numbered = [home for home in NOTEBOOKS for cell in markdown(home)
+                if "\\begin{equation}" in cell]
+    assert not numbered, f"unstarred equation environments (write equation*): {numbered}"
 
 
 @pytest.mark.parametrize("number", list(DATA["equations"]))
