@@ -28,7 +28,7 @@ TITLES = {
 
 
 def load() -> dict:
-    """The data file as a dict with the keys equations, figures and numbers."""
+    """The data file as a dict with the keys equations, figures, numbers and beyond."""
     return yaml.safe_load(DATA.read_text())
 
 
@@ -55,7 +55,8 @@ def render(data: dict) -> str:
         "book, with the page that is its home here and the check that backs it. This page is",
         "generated from one data file, `book/coverage.yml`, and a test holds the chapters to",
         "it: each equation has exactly one tagged display, each figure its captioned",
-        "counterpart, each number the code that recomputes it.",
+        "counterpart, each number the code that recomputes it. The pages that go beyond the",
+        "chapter are listed at the end.",
         "",
         f"## Equations ({len(equations)})",
         "",
@@ -80,6 +81,11 @@ def render(data: dict) -> str:
         check = _code(item["check"]) if item["check"] else f"cited: {_cell(item.get('note', ''))}"
         lines.append(f"| {item['section']} | {_cell(item['value'])} | {_cell(item['what'])} | "
                      f"{_page(item['home'])} | {check} |")
+    beyond = data["beyond"]
+    lines += ["", f"## Beyond the chapter ({len(beyond)} pages)", "",
+              "| page | where the chapter touches it | what the page adds |", "| --- | --- | --- |"]
+    for home, page in beyond.items():
+        lines.append(f"| {_page(home)} | {_cell(page['chapter'])} | {_cell(page['adds'])} |")
     return "\n".join(lines) + "\n"
 
 

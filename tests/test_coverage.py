@@ -148,6 +148,18 @@ def test_every_stated_number_is_in_its_home_and_checked(item):
             f"{item['id']}: no code cell of {home} contains {item['check']!r}"
 
 
+def test_the_pages_beyond_the_chapter_say_so_and_are_listed():
+    homes = {e["home"] for kind in ("equations", "figures") for e in DATA[kind].values()}
+    homes |= {item["home"] for item in DATA["numbers"]}
+    unlisted = set(NOTEBOOKS) - homes - set(DATA["beyond"])
+    assert not unlisted, f"pages that are home to nothing of the chapter: list in `beyond`: " \
+        f"{sorted(unlisted)}"
+    for home, page in DATA["beyond"].items():
+        assert "beyond the chapter" in text(NOTEBOOKS[home][0]), \
+            f"{home}: its opening cell must say that it goes beyond the chapter"
+        assert page["chapter"] and page["adds"], f"{home}: say where and what"
+
+
 def test_the_coverage_page_is_up_to_date():
     page = (ROOT / "book" / "coverage.md").read_text()
     assert page == coverage_page.render(DATA), "run `python book/coverage.py`"
