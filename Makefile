@@ -42,12 +42,15 @@ test-gpu: $(STAMP)
 # Re-execute every notebook in place on the CPU (regenerates the stored outputs), then the
 # coverage page. Both this and `test` train from scratch: trained models are cached only
 # within one run.
+# After running a chapter, each cell's consecutive output streams become one, and what a
+# progress bar overwrote with a carriage return is dropped: the stored bar is its last frame.
+COALESCE := --Exporter.preprocessors=nbconvert.preprocessors.CoalesceStreamsPreprocessor
 execute: $(STAMP)
 	@printf '%-48s %9s\n' notebook seconds > $(VENV)/execute-times.txt
 	@export SEQLIB_MODEL_CACHE=$$(mktemp -d); for nb in $(NOTEBOOKS); do \
 		start=$$(date +%s%N); \
 		$(BIN)/jupyter nbconvert --log-level WARN --to notebook --execute --inplace \
-			--ExecutePreprocessor.timeout=900 $$nb || exit 1; \
+			--ExecutePreprocessor.timeout=900 $(COALESCE) $$nb || exit 1; \
 		tenths=$$(( ($$(date +%s%N) - start) / 100000000 )); \
 		printf '%-48s %7d.%d\n' $$(basename $$nb) $$((tenths / 10)) $$((tenths % 10)) \
 			| tee -a $(VENV)/execute-times.txt; \

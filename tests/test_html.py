@@ -21,6 +21,7 @@ import functools
 import http.server
 import os
 import pathlib
+import re
 import shutil
 import threading
 import urllib.parse
@@ -214,6 +215,14 @@ VISIBLE_TEXT_JS = """
 
 RAW_TEX = ("$$", "\\(", "\\)", "\\[", "\\]", "\\begin{")
 
+# The stored outputs of the cells, as shown.
+OUTPUT_TEXT_JS = """
+() => Array.from(document.querySelectorAll("main .cell_output pre"), pre => pre.textContent)
+"""
+# A progress bar's first frame ("  0%|          | 0/600 [00:00<?, ?it/s]"): shown, it means
+# the frames that a terminal overwrites were all printed.
+FIRST_FRAME = re.compile(r"\|\s*0/\d+ \[")
+
 
 def allowed(message: str) -> bool:
     """Whether a JavaScript error message is on the documented allow-list."""
@@ -282,6 +291,9 @@ def test_page(page_path, server, browser):
         raw = [delim for delim in RAW_TEX if delim in text]
         if raw:
             problems.append(f"raw TeX {raw} left in the visible text")
+        residue = [out[:80] for out in page.evaluate(OUTPUT_TEXT_JS) if FIRST_FRAME.search(out)]
+        if residue:
+            problems.append(f"progress bars shown frame by frame: {residue}")
 
         page.wait_for_load_state("networkidle")
         if foreign:
