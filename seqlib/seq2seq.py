@@ -82,18 +82,34 @@ def reverse_source(src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
     return src.gather(1, index)
 
 
-def masked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, pad_id: int = 0):
+def masked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, pad_id: int = 0,
+                         label_smoothing: float = 0.0):
     """Cross-entropy averaged over the real target tokens: positions where targets == pad_id
     are left out, as the chapter's footnote says the loss ignores padding.
-    logits (B, T, V), targets (B, T)."""
+    logits (B, T, V), targets (B, T).
+
+    With label smoothing epsilon (beyond the chapter; Szegedy et al. 2016, used by Vaswani et
+    al. 2017 with epsilon = 0.1), the target of each token is not the one-hot vector of the
+    next word but (1 - epsilon) times it plus epsilon spread evenly over the V words, so
+    the loss of one token is (1 - epsilon) (-log p_y) + epsilon (1/V) sum_k (-log p_k):
+    the model is penalised for putting all its probability on one word.
+    """
     if logits.dim() != 3 or targets.shape != logits.shape[:2]:
         raise ValueError(f"expected logits (B, T, V) and targets (B, T), got shapes "
                          f"{tuple(logits.shape)} and {tuple(targets.shape)}")
-    if not (targets != pad_id).any():
+    if not 0.0 <= label_smoothing < 1.0:
+        raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
+    real = targets != pad_id  # (B, T)
+    if not real.any():
         raise ValueError(f"every target is padding (pad_id={pad_id}): the loss is undefined")
     B, T, V = logits.shape
-    return F.cross_entropy(logits.reshape(B * T, V), targets.reshape(B * T),  # (B T, V), (B T,)
-                           ignore_index=pad_id)
+    if label_smoothing == 0.0:
+        return F.cross_entropy(logits.reshape(B * T, V), targets.reshape(B * T),  # (B T, V)
+                               ignore_index=pad_id)
+    log_p = F.log_softmax(logits[real], dim=-1)  # (N, V): the N real tokens
+    nll = -log_p.gather(1, targets[real].unsqueeze(1)).squeeze(1)  # (N,): -log p_y
+    spread = -log_p.mean(1)  # (N,): (1/V) sum_k -log p_k
+    return ((1 - label_smoothing) * nll + label_smoothing * spread).mean()
 
 
 def masked_recur(recurrent: Recurrent, x: torch.Tensor, mask: torch.Tensor):

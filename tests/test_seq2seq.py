@@ -4,6 +4,7 @@ masked loss, freezing, clear errors."""
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from seqlib.gated import GRU, LSTM
 from seqlib.rnn import RNN
@@ -239,6 +240,33 @@ def test_loss_ignores_padded_positions():
     assert not torch.isclose(loss, -log_p.mean())  # which differs from the mean over all
     with pytest.raises(ValueError, match="every target is padding"):
         masked_cross_entropy(logits, torch.zeros_like(targets))
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.37, 0.9])
+def test_label_smoothing_equals_torch_and_its_formula(epsilon):
+    _, _, tgt_in, tgt_mask = batch()
+    targets = tgt_in.masked_fill(~tgt_mask, 0)
+    logits = torch.randn(3, 6, V_TGT, dtype=torch.float64,
+                         generator=torch.Generator().manual_seed(1), requires_grad=True)
+    loss = masked_cross_entropy(logits, targets, label_smoothing=epsilon)
+    torch_loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=0,
+                                 label_smoothing=epsilon)
+    torch.testing.assert_close(loss, torch_loss, rtol=0, atol=1e-12)
+    grad, = torch.autograd.grad(loss, logits)
+    torch_grad, = torch.autograd.grad(torch_loss, logits)
+    torch.testing.assert_close(grad, torch_grad, rtol=0, atol=1e-12)
+    # the smoothed target: (1 - epsilon) one-hot + epsilon / V, against log p, real tokens
+    real = targets != 0
+    target = (1 - epsilon) * F.one_hot(targets[real], V_TGT).double() + epsilon / V_TGT
+    by_hand = -(target * torch.log_softmax(logits[real], -1)).sum(-1).mean()
+    torch.testing.assert_close(loss, by_hand, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("epsilon", [-0.1, 1.0, 2])
+def test_label_smoothing_out_of_range_is_named(epsilon):
+    logits, targets = torch.zeros(1, 2, 3), torch.ones(1, 2, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"label_smoothing must be in \[0, 1\), got"):
+        masked_cross_entropy(logits, targets, label_smoothing=epsilon)
 
 
 @pytest.mark.parametrize("part", ["encoder", "decoder"])
