@@ -156,8 +156,8 @@ def sample(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: int, s
 
 
 def beam_search(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: int,
-                stop_id: int, max_len: int, beam_size: int = 4,
-                length_penalty: float = 1.0) -> list[list[tuple[list[int], float]]]:
+                stop_id: int, max_len: int, beam_size: int = 4, length_penalty: float = 1.0,
+                trace: list | None = None) -> list[list[tuple[list[int], float]]]:
     """Keep the `beam_size` most probable partial sentences of each source at every step.
 
     At each step, every live hypothesis is extended by every token and the best 2 K
@@ -171,6 +171,12 @@ def beam_search(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: i
     n counting the tokens scored (<stop> included): length_penalty 0 gives the plain
     log-probability (which favours short outputs), 1 the mean log-probability per token.
     Returns, per source, up to K (tokens, score) pairs, best score first.
+
+    A list passed as `trace` receives, at each step, one list per source of every extension
+    of its live hypotheses by every token (K V of them: for small vocabularies), each a dict
+    with the "prefix" (a tuple of ids), the "token", its "log_p" (the log-probability of
+    the prefix and the token) and its "status": "live" (kept), "finished" (ended by <stop>
+    among the K best) or "dropped".
     """
     _check_ids(model, start_id, stop_id, max_len)
     K = positive_int("beam_size", beam_size)
@@ -199,10 +205,11 @@ def beam_search(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: i
             rows = torch.arange(B * K, device=device).view(B, K)  # (B, K): by default, stay
             tokens = tokens.view(B, K).clone()  # (B, K)
             new_prefixes = [[[] for _ in range(K)] for _ in range(B)]
+            steps = [[] for _ in range(B)]
             for b in range(B):
                 if done[b]:
                     continue
-                live = 0
+                live, status = 0, {}
                 for j, (s, k, y) in enumerate(zip(best[b].tolist(), beam[b].tolist(),
                                                   token[b].tolist(), strict=True)):
                     if s == NEG_INF or live == K:
@@ -211,11 +218,17 @@ def beam_search(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: i
                         if j < K:  # a finished hypothesis among the K best
                             n = len(prefixes[b][k]) + 1
                             finished[b].append((prefixes[b][k], s / n ** length_penalty))
+                            status[k, y] = "finished"
                         continue
                     scores[b, live], rows[b, live], tokens[b, live] = s, b * K + k, y
                     new_prefixes[b][live] = prefixes[b][k] + [y]
+                    status[k, y] = "live"
                     live += 1
+                if trace is not None:
+                    steps[b] = _extensions(total[b].view(K, V), prefixes[b], status)
                 done[b] = len(finished[b]) >= K or live == 0
+            if trace is not None:
+                trace.append(steps)
             if all(done):
                 break
             prefixes, tokens = new_prefixes, tokens.view(B * K)  # (B K,)
@@ -227,3 +240,51 @@ def beam_search(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: i
                         n = max(len(prefixes[b][k]), 1)
                         finished[b].append((prefixes[b][k], s / n ** length_penalty))
     return [sorted(f, key=lambda pair: -pair[1])[:K] for f in finished]
+
+
+def _extensions(total: torch.Tensor, prefixes: list, status: dict) -> list[dict]:
+    """Every extension of the live hypotheses (rows of `total` (K, V) above -inf) by every
+    token, with its log-probability and what the beam did with it."""
+    return [{"prefix": tuple(prefixes[k]), "token": y, "log_p": s,
+             "status": status.get((k, y), "dropped")}
+            for k, row in enumerate(total.tolist()) if max(row) > NEG_INF
+            for y, s in enumerate(row) if s > NEG_INF]
+
+
+class TableDecoder:
+    """A decoder written as a table, for worked examples of decoding: `table` maps a prefix
+    (a tuple of token ids, <start> left out) to the probabilities of the next token, a
+    sequence of `vocab_size` numbers summing to 1; after a prefix the table lacks, <stop>
+    comes with probability 1. It follows the decoding protocol; the source only sets the
+    batch size."""
+
+    def __init__(self, table: dict, vocab_size: int, stop_id: int):
+        self.tgt_vocab_size = positive_int("vocab_size", vocab_size)
+        self.stop_id = stop_id
+        self.table = {}
+        for prefix, probs in table.items():
+            p = torch.as_tensor(probs, dtype=torch.float64)
+            if not isinstance(prefix, tuple) or p.shape != (vocab_size,) or (p < 0).any() \
+                    or abs(float(p.sum()) - 1) > 1e-9:
+                raise ValueError(f"table[{prefix!r}] must be {vocab_size} probabilities summing "
+                                 f"to 1 after a tuple prefix, got {probs!r}")
+            self.table[prefix] = p
+
+    def probabilities(self, prefix: tuple) -> torch.Tensor:
+        """P(next token | prefix), (V,)."""
+        if prefix in self.table:
+            return self.table[prefix]
+        return torch.nn.functional.one_hot(torch.tensor(self.stop_id),
+                                           self.tgt_vocab_size).double()
+
+    def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> list:
+        return [None] * len(check_source(src, src_mask))  # None: <start> not yet read
+
+    def step(self, tokens: torch.Tensor, state: list):
+        prefixes = [() if p is None else p + (y,) for p, y in zip(state, tokens.tolist(),
+                                                                    strict=True)]
+        return torch.stack([self.probabilities(p) for p in prefixes]).log(), prefixes
+
+    @staticmethod
+    def reorder(state: list, index: torch.Tensor) -> list:
+        return [state[i] for i in index.tolist()]
