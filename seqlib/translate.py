@@ -1,7 +1,9 @@
 """Translation experiments of Section 7.4: data, batches, training, decoding and BLEU.
 
 - `prepare` / `multi30k_data`: word tokenisation (seqlib.text.word_tokenize, lower-case),
-  vocabularies built on the training split only, ids; targets framed by <start>/<stop>.
+  optionally split further into subwords by byte-pair encoding (seqlib.bpe, learned on the
+  training split), vocabularies built on the training split only, ids; targets framed by
+  <start>/<stop>.
 - `batches`: shuffled, length-bucketed batches drawn with an explicit torch.Generator
   (`batch_indices`), padded with <empty> and with masks (True at real tokens).
 - `fit`: seqlib.train with the masked cross-entropy (and, for transformers, an optional
@@ -20,11 +22,12 @@ from itertools import pairwise
 import sacrebleu
 import torch
 
+from seqlib.bpe import BPE
 from seqlib.data import multi30k
 from seqlib.decoding import beam_search, greedy, sample
 from seqlib.rnn import positive_int
 from seqlib.seq2seq import masked_cross_entropy
-from seqlib.text import Vocab, pad_batch, word_tokenize, word_vocab
+from seqlib.text import UNK, Vocab, pad_batch, word_tokenize, word_vocab
 from seqlib.training import cached, train
 from seqlib.utils import seed_everything
 
@@ -50,35 +53,85 @@ def profile() -> dict:
 @dataclass
 class TranslationData:
     """Sentence pairs per split ({split: [(source, target)]}), the two vocabularies, and
-    ids per split ({split: [(source ids, target ids with <start> ... <stop>)]})."""
+    ids per split ({split: [(source ids, target ids with <start> ... <stop>)]}); with
+    byte-pair encoding, the two learned encodings (None for whole words)."""
 
     pairs: dict
     src_vocab: Vocab
     tgt_vocab: Vocab
     ids: dict
+    src_bpe: BPE | None = None
+    tgt_bpe: BPE | None = None
+
+    def source_tokens(self, sentence: str) -> list[str]:
+        """The tokens of a source sentence: its words, or their subwords with BPE."""
+        return _split(sentence, self.src_bpe)
+
+    def target_text(self, tokens: list[str]) -> str:
+        """Target tokens back to lower-case tokenised text (subwords joined into words)."""
+        if self.tgt_bpe is None:
+            return self.tgt_vocab.to_text(tokens)
+        end = self.tgt_bpe.end_of_word  # <unk> stands alone: it ends the word before it
+        text = self.tgt_bpe.decode(end + UNK + end if t == UNK else t for t in tokens)
+        return " ".join(text.split())
 
 
-def prepare(pairs: dict, min_freq: int = 2) -> TranslationData:
+def _split(sentence: str, bpe: BPE | None) -> list[str]:
+    words = word_tokenize(sentence)
+    return words if bpe is None else [t for w in words for t in bpe.encode_word(w)]
+
+
+def prepare(pairs: dict, min_freq: int = 2, merges: int | None = None) -> TranslationData:
     """Tokenise {split: [(source, target)]} (a "train" split is required), build both
     vocabularies on "train" with `min_freq`, and encode every split (rare or unseen words
-    become <unk>)."""
+    become <unk>). With `merges`, each language's words are split into subwords by a
+    byte-pair encoding of that many merges learned on its training sentences, and the
+    vocabulary holds every symbol of the encoding (`min_freq` is not used): a word made of
+    characters seen in training never becomes <unk>."""
     if not isinstance(pairs, dict) or "train" not in pairs:
         got = sorted(pairs) if isinstance(pairs, dict) else type(pairs).__name__
         raise ValueError(f"pairs must be a dict of splits with a 'train' split, got {got}")
     train_pairs = pairs["train"]
-    src_vocab = word_vocab((s for s, _ in train_pairs), min_freq=min_freq)
-    tgt_vocab = word_vocab((t for _, t in train_pairs), min_freq=min_freq)
-    ids = {split: [(src_vocab.encode(word_tokenize(s)),
-                    tgt_vocab.encode(word_tokenize(t), add_start=True, add_stop=True))
+    if merges is None:
+        src_bpe = tgt_bpe = None
+        src_vocab = word_vocab((s for s, _ in train_pairs), min_freq=min_freq)
+        tgt_vocab = word_vocab((t for _, t in train_pairs), min_freq=min_freq)
+    else:
+        src_bpe, tgt_bpe = (BPE.learn([w for pair in train_pairs for w in word_tokenize(pair[k])],
+                                      merges) for k in (0, 1))
+        src_vocab, tgt_vocab = (_subword_vocab([_split(pair[k], bpe) for pair in train_pairs],
+                                               bpe) for k, bpe in ((0, src_bpe), (1, tgt_bpe)))
+    ids = {split: [(src_vocab.encode(_split(s, src_bpe)),
+                    tgt_vocab.encode(_split(t, tgt_bpe), add_start=True, add_stop=True))
                    for s, t in split_pairs]
            for split, split_pairs in pairs.items()}
-    return TranslationData(dict(pairs), src_vocab, tgt_vocab, ids)
+    return TranslationData(dict(pairs), src_vocab, tgt_vocab, ids, src_bpe, tgt_bpe)
+
+
+def _subword_vocab(sequences: list, bpe: BPE) -> Vocab:
+    """The subwords of the training sequences, then every other symbol of `bpe`: the
+    characters seen, at the end of a word and inside one, and every merged symbol."""
+    chars = {c for tokens in sequences for t in tokens for c in t.removesuffix(bpe.end_of_word)}
+    symbols = sorted(chars | {c + bpe.end_of_word for c in chars} | set(bpe.symbols()))
+    return Vocab.build(sequences + [symbols])
+
+
+def unknown_rate(data: TranslationData, split: str) -> tuple[float, float]:
+    """The fraction of <unk> among the source and among the target tokens of `split`
+    (<start> and <stop> left out)."""
+    if split not in data.ids:
+        raise ValueError(f"split must be one of {sorted(data.ids)}, got {split!r}")
+    src = [i for s, _ in data.ids[split] for i in s]
+    tgt = [i for _, t in data.ids[split] for i in t[1:-1]]
+    return (src.count(data.src_vocab.unk_id) / max(len(src), 1),
+            tgt.count(data.tgt_vocab.unk_id) / max(len(tgt), 1))
 
 
 def multi30k_data(src: str = "en", tgt: str = "fr", min_freq: int = 2,
-                  splits=("train", "val", "test_2016_flickr")) -> TranslationData:
+                  splits=("train", "val", "test_2016_flickr"),
+                  merges: int | None = None) -> TranslationData:
     """Multi30k task 1 (seqlib.data.multi30k) prepared by `prepare`."""
-    return prepare({split: multi30k(split, src, tgt) for split in splits}, min_freq)
+    return prepare({split: multi30k(split, src, tgt) for split in splits}, min_freq, merges)
 
 
 def collate(examples: list) -> dict:
@@ -115,10 +168,11 @@ def batches(examples: list, batch_size: int, generator: torch.Generator, pool: i
         yield collate([examples[j] for j in index])
 
 
-def loss_fn(model, batch: dict) -> torch.Tensor:
-    """Masked cross-entropy of the teacher-forced logits (padding left out)."""
+def loss_fn(model, batch: dict, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Masked cross-entropy of the teacher-forced logits (padding left out), with optional
+    label smoothing."""
     logits = model(batch["src"], batch["src_mask"], batch["tgt_in"])
-    return masked_cross_entropy(logits, batch["tgt_out"])
+    return masked_cross_entropy(logits, batch["tgt_out"], label_smoothing=label_smoothing)
 
 
 def adam(model, lr: float) -> torch.optim.Adam:
@@ -141,19 +195,21 @@ def lr_factor(step: int, steps: int, warmup: int = 0, decay: bool = False) -> fl
 
 def fit(model, data: TranslationData, *, steps: int, batch_size: int, lr: float,
         clip: float | None = 1.0, seed: int = 0, warmup: int = 0, decay: bool = False,
-        progress: bool = True) -> dict:
+        label_smoothing: float = 0.0, progress: bool = True) -> dict:
     """Train `model` with `adam` on data.ids["train"] for `steps` batches drawn from a
     generator seeded with `seed` (and moved to the model's device); returns seqlib.train's
     history. The learning rate is lr throughout, or follows `lr_factor` with `warmup` steps
     and `decay`: transformers train with such a schedule, and learn worse at full rate
-    from their first step."""
+    from their first step. `label_smoothing` is the epsilon of masked_cross_entropy."""
     generator = torch.Generator().manual_seed(seed)
     optimizer = adam(model, lr)
     device = next(model.parameters()).device
     draw = ({k: v.to(device) for k, v in batch.items()}
             for batch in batches(data.ids["train"], batch_size, generator))
     lr_factor(0, steps, warmup, decay)  # checks warmup
-    return train(model, loss_fn, draw, steps=steps, optimizer=optimizer, clip=clip,
+    loss = loss_fn if label_smoothing == 0.0 else (
+        lambda m, batch: loss_fn(m, batch, label_smoothing))
+    return train(model, loss, draw, steps=steps, optimizer=optimizer, clip=clip,
                  schedule=lambda step: lr_factor(step, steps, warmup, decay),
                  progress=progress, desc=type(model).__name__)
 
@@ -187,7 +243,8 @@ def translate(model, data: TranslationData, sources: list, *, method: str = "gre
     special = {"start_id": data.tgt_vocab.start_id, "stop_id": data.tgt_vocab.stop_id,
                "max_len": max_len}
     device = next(model.parameters()).device
-    ids = [data.src_vocab.encode(word_tokenize(s)) or [data.src_vocab.unk_id] for s in sources]
+    ids = [data.src_vocab.encode(data.source_tokens(s)) or [data.src_vocab.unk_id]
+           for s in sources]
     order = sorted(range(len(ids)), key=lambda i: len(ids[i]))  # similar lengths together
     out = [None] * len(ids)
     for k in range(0, len(order), batch_size):
@@ -203,7 +260,7 @@ def translate(model, data: TranslationData, sources: list, *, method: str = "gre
             tokens = sample(model, src, src_mask, temperature=temperature,
                             generator=generator, **special)
         for i, t in zip(chunk, tokens, strict=True):
-            out[i] = data.tgt_vocab.to_text(data.tgt_vocab.decode(t))
+            out[i] = data.target_text(data.tgt_vocab.decode(t))
     return out
 
 

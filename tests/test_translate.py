@@ -205,3 +205,38 @@ def test_scheduled_training_is_cached_under_its_own_key(data, tmp_path, monkeypa
     warm, _ = tr.trained("s", build(data), data, warmup=2, decay=True, **kwargs)
     assert len(list(tmp_path.glob("*.pt"))) == 2
     assert not torch.equal(warm.decoder.output.weight, plain.decoder.output.weight)
+
+
+def test_subword_preparation_round_trips_and_leaves_fewer_unknowns():
+    pairs = {"train": synthetic(200, 0),
+             "test": [("red bluegreen", "GREENBLUE RED."), ("zebra", "Z")]}
+    words, subwords = tr.prepare(pairs, min_freq=1), tr.prepare(pairs, min_freq=1, merges=30)
+    assert words.src_bpe is None
+    assert len(subwords.src_bpe.merges) == 20  # then each of the 8 words is one symbol
+    for (s, t), (ids_s, ids_t) in zip(pairs["train"], subwords.ids["train"], strict=True):
+        tokens = subwords.tgt_vocab.decode(ids_t)
+        assert subwords.target_text(tokens) == t.lower().replace(".", " .")
+        assert subwords.src_vocab.decode(ids_s) == subwords.source_tokens(s)
+    # an unseen compound of known words: unknown as a word, spelled out as subwords
+    assert tr.unknown_rate(words, "test") == (2 / 3, 2 / 4)
+    src_unk, tgt_unk = tr.unknown_rate(subwords, "test")
+    assert src_unk < 2 / 3 and tgt_unk < 2 / 4
+    assert subwords.target_text(["re", "<unk>", "d</w>"]) == "re <unk> d"
+    with pytest.raises(ValueError, match="split must be one of"):
+        tr.unknown_rate(words, "valid")
+
+
+def test_fit_with_label_smoothing_trains_on_the_smoothed_loss(data, monkeypatch):
+    seen = []
+    smoothed = tr.masked_cross_entropy
+
+    def spy(logits, targets, label_smoothing=0.0, **kwargs):
+        seen.append(label_smoothing)
+        return smoothed(logits, targets, label_smoothing=label_smoothing, **kwargs)
+
+    monkeypatch.setattr(tr, "masked_cross_entropy", spy)
+    torch.manual_seed(0)
+    model = Seq2Seq(len(data.src_vocab), len(data.tgt_vocab), 8, 16)
+    tr.fit(model, data, steps=3, batch_size=8, lr=1e-2, label_smoothing=0.1, progress=False)
+    tr.fit(model, data, steps=2, batch_size=8, lr=1e-2, progress=False)
+    assert seen == [0.1, 0.1, 0.1, 0.0, 0.0]
