@@ -141,11 +141,13 @@ def one_step_loss(model: Forecaster, batch) -> torch.Tensor:
     return ((y_hat - window[:, 1:]) / model.scale).pow(2).mean()
 
 
-# The book profile: chosen on the validation year 1989 (see the chapter). Training longer
-# overfits the eight training years; the full profile averages over more seeds.
+# The book profile: set by runs judged on the validation year 1989 (see the chapter).
+# Training longer overfits the eight training years, and so does a bigger state (64 units:
+# one-step errors 6% to 10% below persistence's instead of 14%), so the full profile only
+# averages over more seeds.
 BOOK_PROFILE = {"hidden_size": 32, "length": 60, "batch_size": 32, "steps": 600,
                 "lr": 1e-2, "warmup_steps": 50, "seeds": (0, 1, 2)}
-FULL_PROFILE = {**BOOK_PROFILE, "hidden_size": 64, "seeds": tuple(range(10))}
+FULL_PROFILE = {**BOOK_PROFILE, "seeds": tuple(range(10))}
 
 
 def profile() -> dict:
