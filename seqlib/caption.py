@@ -234,7 +234,9 @@ def describe(model, images: torch.Tensor, *, method: str = "greedy", beam_size: 
 
 def scores(hypotheses: list, strips) -> dict:
     """Exact-caption accuracy and corpus BLEU (seqlib.translate.bleu) of the hypotheses by
-    number of digits: {n: {"count", "exact", "bleu"}} for each n present, and "all"."""
+    number of digits: {n: {"count", "exact", "bleu"}} for each n present, and "all". BLEU
+    counts n-grams up to 4 words, so a group whose captions all have fewer than 4 words has
+    none (its "bleu" is None)."""
     references = strips.captions()
     if len(hypotheses) != len(references):
         raise ValueError(f"need one hypothesis per strip, got {len(hypotheses)} for "
@@ -242,7 +244,10 @@ def scores(hypotheses: list, strips) -> dict:
     lengths = [len(d) for d in strips.digits]
     groups = {n: [i for i, k in enumerate(lengths) if k == n] for n in sorted(set(lengths))}
     groups["all"] = list(range(len(lengths)))
-    return {n: {"count": len(keep),
-                "exact": sum(hypotheses[i] == references[i] for i in keep) / len(keep),
-                "bleu": tr.bleu([hypotheses[i] for i in keep], [references[i] for i in keep])}
-            for n, keep in groups.items()}
+    table = {}
+    for n, keep in groups.items():
+        hyps, refs = [hypotheses[i] for i in keep], [references[i] for i in keep]
+        table[n] = {"count": len(keep),
+                    "exact": sum(h == r for h, r in zip(hyps, refs, strict=True)) / len(keep),
+                    "bleu": tr.bleu(hyps, refs) if max(lengths[i] for i in keep) >= 4 else None}
+    return table

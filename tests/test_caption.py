@@ -158,3 +158,5 @@ def test_a_few_steps_of_training_lower_the_loss_and_scores():
     assert table["all"]["count"] == 6 and table["all"]["exact"] == pytest.approx(5 / 6)
     assert sum(row["count"] for n, row in table.items() if n != "all") == 6
     assert cp.scores(s.captions(), s)["all"]["bleu"] == pytest.approx(100)
+    three = dg.compose(IMAGES, LABELS, torch.arange(60), 4, torch.Generator(), digits=(3, 3))
+    assert cp.scores(three.captions(), three)[3]["bleu"] is None  # no 4-grams: no BLEU-4
