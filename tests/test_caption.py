@@ -26,6 +26,16 @@ IMAGES, LABELS = fake_digits()
 V = len(dg.vocab())
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models run on one thread, as the chapters do: several threads on such small
+    tensors are slower, and far slower on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def strips(count=6, seed=0, pool=None):
     pool = torch.arange(len(IMAGES)) if pool is None else pool
     return dg.compose(IMAGES, LABELS, pool, count, torch.Generator().manual_seed(seed))
