@@ -24,6 +24,10 @@ TITLES = {
     "10_transformer_blocks_and_parameter_counts": "7.5 Transformer blocks",
     "11_transformer_translation": "7.5 Transformer translation",
     "12_transformer_language_model": "7.5 Transformer language model",
+    "13_time_series_lookahead": "Time-series lookahead",
+    "14_sentiment_classification": "Sentiment classification",
+    "15_image_captioning": "Image captioning",
+    "16_label_smoothing_and_beam_search": "Label smoothing and beam search",
 }
 
 
