@@ -7,9 +7,9 @@ tokens, as seqlib.text.pad_batch makes it) to one vector per sentence (B, d), an
 a linear layer to the logits of the classes (B, q); S_softmax of the logits is y_hat. Keeping
 the two apart lets any encoder be trained, or pretrained elsewhere, under the same head.
 
-Batches are checked by seqlib.seq2seq.check_source (ids and mask of a padded batch). Encoders,
-each exact under padding (a padded batch gives each sentence the output it gets
-alone; tests/test_classify.py checks it):
+Batches are checked by seqlib.seq2seq.check_source. The encoders, each exact under padding
+(a padded batch gives each sentence the output it gets alone; tests/test_classify.py checks
+it):
 
 - `BagOfEmbeddings`: the mean of the word vectors of the real tokens;
 - `RecurrentEncoder`: an LSTM (7.16)-(7.17) or GRU (7.18)-(7.19) of seqlib.gated. One
