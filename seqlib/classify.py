@@ -1,0 +1,183 @@
+"""Sequence classification, many-to-one (Fig. 7.1 (b), Fig. 7.2 (b)): a sentence in, one
+vector of class probabilities y_hat out, and the predicted class Y_hat = argmax y_hat.
+
+Beyond the chapter, which draws this task but trains no model for it. A classifier is an
+encoder, which maps a padded batch of token ids (B, T) and its mask (B, T) (True at real
+tokens, as seqlib.text.pad_batch makes it) to one vector per sentence (B, d), and a head,
+a linear layer to the logits of the classes (B, q); S_softmax of the logits is y_hat. Keeping
+the two apart lets any encoder be trained, or pretrained elsewhere, under the same head.
+
+Batches are checked by seqlib.seq2seq.check_source. The encoders, each exact under padding
+(a padded batch gives each sentence the output it gets alone; tests/test_classify.py checks
+it):
+
+- `BagOfEmbeddings`: the mean of the word vectors of the real tokens;
+- `RecurrentEncoder`: an LSTM (7.16)-(7.17) or GRU (7.18)-(7.19) of seqlib.gated. One
+  direction: the state h^<T_i> at each sentence's own last token. Bidirectional, joined as
+  in (7.14): [h_f^<T_i>; h_r^<1>], the forward state at the last token and the reverse
+  state at the first, the reverse unit reading each sentence backwards from its own last
+  token (not from the padding);
+- `TransformerEncoder`: embeddings plus sinusoidal positions (7.29)-(7.30), transformer
+  blocks (7.31) whose attention ignores padded keys, and the mean of the outputs over the
+  real positions.
+
+Tensors are (batch, time, features). The experiment on the sentence polarity data set
+(splits, training, word2vec vectors, cross-validation) is in seqlib.sentiment.
+"""
+
+import torch
+from torch import nn
+
+from seqlib.gated import GRU, LSTM
+from seqlib.positional import PositionalEmbedding
+from seqlib.rnn import positive_int
+from seqlib.seq2seq import check_source
+from seqlib.transformer import TransformerBlock
+
+CLASSES = ("negative", "positive")  # label 0 and 1 of seqlib.data.movie_reviews
+KINDS = ("bag", "lstm", "bilstm", "bigru", "transformer")
+
+
+def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Reverse the first lengths[b] steps of each row of x (B, T, ...); padding stays last.
+    Its own inverse. The reverse unit of (7.14) reads this, so it starts at each
+    sentence's last token, not at the padding."""
+    T = x.shape[1]
+    t = torch.arange(T, device=x.device)
+    source = lengths[:, None] - 1 - t  # (B, T): step t reads step len - 1 - t ...
+    source = torch.where(source >= 0, source, t)  # ... and the padding stays where it is
+    index = source.view(*source.shape, *[1] * (x.dim() - 2)).expand_as(x)
+    return x.gather(1, index)
+
+
+class BagOfEmbeddings(nn.Module):
+    """The mean of the word vectors of the real tokens: (ids, mask) -> (B, p). Word order is
+    lost; the baseline every sequence model must beat."""
+
+    def __init__(self, vocab_size: int, p: int, *, dropout: float = 0.0):
+        super().__init__()
+        self.embedding = nn.Embedding(positive_int("vocab_size", vocab_size), positive_int("p", p))
+        self.dropout = nn.Dropout(dropout)
+        self.output_size = p
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        lengths = check_source(ids, mask, self.embedding.num_embeddings)
+        x = self.dropout(self.embedding(ids)) * mask[..., None]  # (B, T, p), zero padding
+        return x.sum(1) / lengths[:, None]  # (B, p)
+
+
+class RecurrentEncoder(nn.Module):
+    """Embeddings, then an LSTM or GRU of seqlib.gated (fast path), read at each sentence's
+    own ends: h^<T_i> (B, m~) in one direction, [h_f^<T_i>; h_r^<1>] (B, 2 m~) in two,
+    as in (7.14). Two one-directional units (the parameters of a bidirectional one), the
+    reverse one on `reverse_padded` inputs."""
+
+    units = {"lstm": LSTM, "gru": GRU}
+
+    def __init__(self, vocab_size: int, p: int, hidden_size: int, *, unit: str = "lstm",
+                 bidirectional: bool = False, dropout: float = 0.0):
+        super().__init__()
+        if unit not in self.units:
+            raise ValueError(f"unit must be one of {tuple(self.units)}, got {unit!r}")
+        self.embedding = nn.Embedding(positive_int("vocab_size", vocab_size), positive_int("p", p))
+        self.dropout = nn.Dropout(dropout)
+        self.unit, self.bidirectional = unit, bool(bidirectional)
+        self.forward_unit = self.units[unit](p, hidden_size)
+        if bidirectional:
+            self.reverse_unit = self.units[unit](p, hidden_size)
+        self.output_size = hidden_size * (2 if bidirectional else 1)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        lengths = check_source(ids, mask, self.embedding.num_embeddings)
+        x = self.dropout(self.embedding(ids))  # (B, T, p)
+        last = torch.arange(len(ids), device=ids.device), lengths - 1
+        h_f = self.forward_unit(x)[0][last]  # (B, m~): h_f^<T_i>, each row's own last token
+        if not self.bidirectional:
+            return h_f
+        h_r = self.reverse_unit(reverse_padded(x, lengths))[0][last]  # h_r^<1>, (B, m~)
+        return torch.cat([h_f, h_r], dim=-1)  # (B, 2 m~)
+
+
+class TransformerEncoder(nn.Module):
+    """Embeddings plus sinusoidal positions (7.29)-(7.30), `num_layers` transformer blocks
+    (7.31) with a padding mask, and the mean of the outputs over the real positions:
+    (ids, mask) -> (B, p)."""
+
+    def __init__(self, vocab_size: int, p: int, heads: int, *, m: int | None = None,
+                 n1: int | None = None, num_layers: int = 1, max_len: int = 128,
+                 dropout: float = 0.0, block_dropout: float = 0.0, norm_first: bool = False):
+        super().__init__()
+        self.embedding = nn.Embedding(positive_int("vocab_size", vocab_size), positive_int("p", p))
+        self.positions = PositionalEmbedding(max_len, p)
+        self.dropout = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(TransformerBlock(p, heads, m, m, n1, dropout=block_dropout,
+                                                     norm_first=norm_first)
+                                    for _ in range(positive_int("num_layers", num_layers)))
+        self.output_size = p
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        lengths = check_source(ids, mask, self.embedding.num_embeddings)
+        z = self.dropout(self.positions(self.embedding(ids)))  # (B, T, p)
+        for block in self.blocks:
+            z = block(z, mask=mask)  # padded keys get no weight
+        return (z * mask[..., None]).sum(1) / lengths[:, None]  # (B, p)
+
+
+class Classifier(nn.Module):
+    """An encoder ((ids, mask) -> (B, d)) and a head: dropout, then the logits
+    W_yh e + b_y (B, q) of q classes; y_hat = S_softmax(logits) is left to the loss and to
+    `predict`."""
+
+    def __init__(self, encoder: nn.Module, num_classes: int = 2, *, dropout: float = 0.0):
+        super().__init__()
+        if not isinstance(getattr(encoder, "output_size", None), int):
+            raise TypeError("encoder must be an nn.Module with an int output_size (the size "
+                            f"of its sentence vectors), got {type(encoder).__name__}")
+        self.encoder = encoder
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(encoder.output_size, positive_int("num_classes", num_classes))
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.head(self.dropout(self.encoder(ids, mask)))  # (B, q) logits
+
+
+def build(kind: str, vocab_size: int, config: dict) -> Classifier:
+    """The classifier of one of KINDS with the sizes of `config` (keys p, hidden (per
+    direction, for each recurrent kind), heads, m, n1, dropout)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    p, drop = config["p"], config["dropout"]
+    if kind == "bag":
+        encoder = BagOfEmbeddings(vocab_size, p, dropout=drop)
+    elif kind == "transformer":
+        encoder = TransformerEncoder(vocab_size, p, config["heads"], m=config["m"],
+                                     n1=config["n1"], dropout=drop,
+                                     block_dropout=config.get("block_dropout", 0.0),
+                                     norm_first=config.get("norm_first", False))
+    else:
+        encoder = RecurrentEncoder(vocab_size, p, config["hidden"][kind],
+                                   unit=kind.removeprefix("bi"),
+                                   bidirectional=kind.startswith("bi"), dropout=drop)
+    return Classifier(encoder, len(CLASSES), dropout=drop)
+
+
+def saliency(model: Classifier, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Gradient x input, (B, T): for each word, the gradient of the margin z_Yhat - z_other
+    (the predicted class's logit minus the other class's; two classes) with respect to
+    the word's embedding, dotted with that embedding. Positive: the word pushes towards
+    the predicted class; zero at padding."""
+    if len(model.head.weight) != 2:
+        raise ValueError(f"saliency is defined for two classes, got {len(model.head.weight)}")
+    model.eval()
+    table = model.encoder.embedding
+    x = table(ids).detach().requires_grad_(True)  # (B, T, p)
+    hook = table.register_forward_hook(lambda module, args, out: x)  # feed x through
+    try:
+        logits = model(ids, mask)  # (B, 2)
+    finally:
+        hook.remove()
+    predicted = logits.argmax(-1)
+    sign = 1 - 2 * predicted  # +1 when class 0 is predicted
+    margin = (logits[:, 0] - logits[:, 1]) * sign  # z_Yhat - z_other, (B,)
+    (grad,) = torch.autograd.grad(margin.sum(), x)
+    return (grad * x).sum(-1).detach() * mask  # (B, T)

@@ -1,0 +1,251 @@
+"""The sentiment experiment of the book (beyond the chapter): sentence classification on the
+sentence polarity data set of seqlib.data.movie_reviews, with the classifiers of
+seqlib.classify.
+
+- splits: seeded stratified folds (`stratified_folds`, 10 of them for cross-validation, the
+  data set's usual protocol) and a fixed 80/10/10 train/validation/test split made of them
+  (`stratified_split`); the data set has no official split;
+- `prepare`: word tokens and a vocabulary of the training sentences only (words seen fewer
+  than min_freq times there become <unk>), ids of every sentence;
+- `fit`: AdamW on batches of sentences of similar lengths, the validation accuracy measured
+  a few times, and the best of those checkpoints kept (early stopping; the test set is
+  never looked at); `trained` runs it through seqlib.training.cached;
+- `word2vec`: Section 7.1's skip-gram vectors, trained on the training sentences only;
+- `cross_validate`: the whole protocol once per fold.
+"""
+
+import copy
+import hashlib
+import math
+import os
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqlib.classify import build
+from seqlib.embeddings import (
+    SkipGram,
+    noise_distribution,
+    sample_negatives,
+    skipgram_pairs,
+    subsample,
+)
+from seqlib.rnn import positive_int
+from seqlib.text import check_ids, pad_batch, word_tokenize, word_vocab
+from seqlib.training import cached, train
+from seqlib.utils import seed_everything
+
+# Model sizes (p the embedding size, hidden the m~ of each direction, chosen so that the
+# encoders have 48,000-51,000 parameters each besides their embedding table), the budget
+# (the same steps and batch size for every model) and regularisation. SEQLIB_FULL=1: longer
+# training, and 10-fold cross-validation in the chapter.
+BOOK_PROFILE = dict(min_freq=2, p=128, hidden={"lstm": 64, "bilstm": 38, "bigru": 46},
+                    heads=2, m=16, n1=128, dropout=0.5, steps=680, batch_size=50, lr=5e-3,
+                    weight_decay=0.01, evals=8, w2v_steps=600)
+FULL_PROFILE = {**BOOK_PROFILE, "steps": 1020, "evals": 12, "w2v_steps": 1200}
+FIT_KEYS = ("steps", "batch_size", "lr", "weight_decay", "evals")
+
+
+def profile() -> dict:
+    """FULL_PROFILE when the environment variable SEQLIB_FULL is "1", else BOOK_PROFILE."""
+    return copy.deepcopy(FULL_PROFILE if os.environ.get("SEQLIB_FULL") == "1" else BOOK_PROFILE)
+
+
+def _digest(*parts) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
+
+
+def stratified_folds(labels, k: int, seed: int = 0) -> list[torch.Tensor]:
+    """k disjoint folds of the indices of `labels`, each holding every class in the same
+    proportion (to one example): each class's indices are shuffled (seeded) and dealt out
+    in turn. Returns k sorted LongTensors that together hold every index once."""
+    labels = torch.as_tensor(labels)
+    check_ids(labels, name="labels", dim=1, nonempty=True)
+    if positive_int("k", k) > len(labels):
+        raise ValueError(f"k must be at most the number of examples {len(labels)}, got {k}")
+    g = torch.Generator().manual_seed(seed)
+    folds, dealt = [[] for _ in range(k)], 0
+    for c in labels.unique().tolist():
+        members = (labels == c).nonzero().squeeze(1)
+        for i, index in enumerate(members[torch.randperm(len(members), generator=g)].tolist()):
+            folds[(dealt + i) % k].append(index)  # continue the deal where the last class ended
+        dealt += len(members)
+    return [torch.tensor(sorted(f)) for f in folds]
+
+
+def stratified_split(labels, parts=(8, 1, 1), seed: int = 0) -> list[torch.Tensor]:
+    """A seeded stratified split into len(parts) sets in proportion to `parts` ((8, 1, 1):
+    80/10/10, train, validation, test): unions of consecutive stratified folds."""
+    if not parts or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in parts):
+        raise ValueError(f"parts must be positive ints, got {parts!r}")
+    folds = stratified_folds(labels, sum(parts), seed)
+    bounds = torch.tensor([0, *parts]).cumsum(0).tolist()
+    return [torch.cat(folds[a:b]).sort().values for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def prepare(pairs: list, train_index: torch.Tensor, min_freq: int = 2):
+    """(vocab, ids, labels): the vocabulary of the training sentences `pairs[train_index]`
+    only, the ids of every sentence (lists) and the labels (N,)."""
+    sentences = [s for s, _ in pairs]
+    vocab = word_vocab([sentences[i] for i in train_index.tolist()], min_freq=min_freq)
+    ids = [vocab.encode(word_tokenize(s)) for s in sentences]
+    return vocab, ids, torch.tensor([y for _, y in pairs])
+
+
+def subset(ids: list, labels: torch.Tensor, index: torch.Tensor) -> tuple:
+    """(ids, labels) of the examples `index`."""
+    return [ids[i] for i in index.tolist()], labels[index]
+
+
+def batches(ids: list, labels: torch.Tensor, batch_size: int, generator: torch.Generator,
+            pool: int = 20):
+    """Endless training batches (ids (B, T), mask (B, T), labels (B,)), epoch after epoch.
+    Each epoch shuffles the examples, sorts each run of `pool` batches' worth by length and
+    cuts it into batches (similar lengths, so little padding), then shuffles the batches."""
+    lengths = torch.tensor([len(s) for s in ids])
+    while True:
+        order = torch.randperm(len(ids), generator=generator)
+        chunks = []
+        for run in order.split(batch_size * pool):
+            chunks += list(run[lengths[run].argsort(stable=True)].split(batch_size))
+        for i in torch.randperm(len(chunks), generator=generator).tolist():
+            chunk = chunks[i].tolist()
+            yield (*pad_batch([ids[j] for j in chunk]), labels[chunk])
+
+
+@torch.no_grad()
+def predict(model: nn.Module, ids: list, batch_size: int = 256) -> torch.Tensor:
+    """y_hat, the class probabilities (N, q) of the id sequences `ids`, in eval mode."""
+    model.eval()
+    device = next(model.parameters()).device
+    order = torch.tensor([len(s) for s in ids]).argsort(stable=True)  # little padding
+    out = []
+    for chunk in order.split(batch_size):
+        x, mask = pad_batch([ids[i] for i in chunk.tolist()])
+        out.append(torch.softmax(model(x.to(device), mask.to(device)), -1).cpu())
+    return torch.cat(out)[order.argsort()]  # back to the order of ids
+
+
+def accuracy(model: nn.Module, ids: list, labels: torch.Tensor) -> float:
+    """The fraction of sentences whose predicted class Y_hat = argmax y_hat is the label."""
+    return (predict(model, ids).argmax(-1) == labels).double().mean().item()
+
+
+def loss_fn(model: nn.Module, batch) -> torch.Tensor:
+    """Cross-entropy of the softmax of the logits against the labels (the chapter's C)."""
+    ids, mask, y = batch
+    device = next(model.parameters()).device
+    return F.cross_entropy(model(ids.to(device), mask.to(device)), y.to(device))
+
+
+def fit(model: nn.Module, train_set: tuple, val_set: tuple, *, steps: int, batch_size: int,
+        lr: float, weight_decay: float, evals: int, decay: bool = False, seed: int = 0,
+        progress: bool = False) -> dict:
+    """Train with AdamW on train_set = (ids, labels) for `steps` steps (with `decay`, a cosine
+    decay of the rate), measure the validation accuracy `evals` times (evenly spaced, the
+    last after the last step), and end with the weights of the best of them (early
+    stopping on validation). Returns seqlib.train's history plus "val_steps", "val_acc"
+    and "best_step"."""
+    g = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    marks = {round(steps * (i + 1) / positive_int("evals", evals)) - 1 for i in range(evals)}
+    record = {"val_steps": [], "val_acc": [], "best": (-1.0, None, 0)}
+
+    def on_step(step, history):
+        if step in marks:
+            acc = accuracy(model, *val_set)
+            model.train()
+            record["val_steps"].append(step + 1)
+            record["val_acc"].append(acc)
+            if acc > record["best"][0]:
+                record["best"] = (acc, copy.deepcopy(model.state_dict()), step + 1)
+
+    cosine = (lambda s: 0.5 * (1 + math.cos(math.pi * s / steps))) if decay else None
+    history = train(model, loss_fn, batches(*train_set, batch_size, g), steps=steps,
+                    optimizer=optimizer, on_step=on_step, progress=progress, schedule=cosine)
+    model.load_state_dict(record["best"][1])
+    model.eval()
+    return {**history, "val_steps": record["val_steps"], "val_acc": record["val_acc"],
+            "best_step": record["best"][2]}
+
+
+def trained(kind: str, vocab, train_set: tuple, val_set: tuple, config: dict, *,
+            vectors: torch.Tensor | None = None, seed: int = 0, progress: bool = False):
+    """The classifier `build(kind, len(vocab), config)` (after seed_everything(seed)), its
+    embedding table started from `vectors` (V, p) if given, trained by `fit` with the
+    budget of `config`, or loaded from seqlib.training.cached when an identical run saved
+    it. Returns (model, history)."""
+    seed_everything(seed)
+    model = build(kind, len(vocab), config)
+    if vectors is not None:
+        with torch.no_grad():
+            model.encoder.embedding.weight.copy_(vectors)
+    budget = {k: config[k] for k in FIT_KEYS}
+    name = f"sentiment-{kind}" + ("-word2vec" if vectors is not None else "")
+    key = _digest(vocab.itos, train_set[0], train_set[1].tolist(), val_set[0],
+                  val_set[1].tolist(),
+                  None if vectors is None else vectors.numpy().tobytes())
+    history = cached(name, model, lambda: fit(model, train_set, val_set, seed=seed,
+                                              progress=progress, **budget),
+                     sorted(config.items()), seed, key)
+    return model, history
+
+
+def word2vec(ids: list, vocab_size: int, dim: int, *, window: int = 3, K: int = 5,
+             steps: int = 600, batch_size: int = 4096, lr: float = 0.02, threshold: float = 1e-3,
+             seed: int = 0, progress: bool = False) -> torch.Tensor:
+    """Skip-gram word vectors (V, dim) of the sentences `ids` (lists of ids), trained as in
+    Section 7.1 (seqlib.embeddings: subsampling, pairs within `window`, K noise words from
+    the unigram^(3/4) distribution, Adam), through seqlib.training.cached. Pairs never
+    cross a sentence boundary or involve <empty> (0) or <unk> (1); rows of words never
+    seen keep their small uniform start."""
+    options = dict(window=window, K=K, steps=steps, batch_size=batch_size, lr=lr,
+                   threshold=threshold, seed=seed)
+    g = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)  # the start of the tables
+    model = SkipGram(vocab_size, dim)
+
+    def fit_word2vec():
+        stream = torch.tensor([i for s in ids for i in [*s, *[0] * window]])  # pads between
+        stream = stream[stream != 1]  # no <unk>
+        counts = torch.bincount(stream[stream > 1], minlength=vocab_size)  # (V,), no pads
+        kept = subsample(stream, counts, threshold, generator=g)  # never drops a pad (count 0)
+        centres, contexts = skipgram_pairs(kept, window)
+        real = (centres > 1) & (contexts > 1)  # no pair with a pad: none crosses a boundary
+        centres, contexts, noise = centres[real], contexts[real], noise_distribution(counts)
+
+        def batch(step):
+            b = torch.randint(0, len(centres), (batch_size,), generator=g)
+            return centres[b], contexts[b], sample_negatives(noise, (batch_size, K), generator=g)
+
+        return train(model, lambda m, b: m(*b), batch, steps=steps, progress=progress,
+                     optimizer=torch.optim.Adam(model.parameters(), lr=lr), desc="skip-gram")
+
+    cached("sentiment-word2vec", model, fit_word2vec, sorted(options.items()), _digest(ids))
+    return model.vectors.clone()
+
+
+def cross_validate(pairs: list, config: dict, *, kind: str = "lstm", k: int = 10,
+                   seed: int = 0, progress: bool = False) -> list[dict]:
+    """The protocol of the chapter once per fold of `stratified_folds(labels, k, seed)`: fold
+    i is the test set, fold i + 1 (mod k) the validation set, the other k - 2 folds the
+    training set (vocabulary, word2vec vectors and the classifier `kind` started from them).
+    Returns one dict per fold: test and best validation accuracy, seconds."""
+    folds = stratified_folds([y for _, y in pairs], k, seed)
+    results = []
+    for i in range(k):
+        start = time.perf_counter()
+        test, val = folds[i], folds[(i + 1) % k]
+        train_index = torch.cat([f for j, f in enumerate(folds) if j not in (i, (i + 1) % k)])
+        vocab, ids, labels = prepare(pairs, train_index, config["min_freq"])
+        train_set = subset(ids, labels, train_index)
+        vectors = word2vec(train_set[0], len(vocab), config["p"], steps=config["w2v_steps"],
+                           seed=seed)
+        model, history = trained(kind, vocab, train_set, subset(ids, labels, val), config,
+                                 vectors=vectors, seed=seed, progress=progress)
+        results.append({"test": accuracy(model, *subset(ids, labels, test)),
+                        "val": max(history["val_acc"]),
+                        "seconds": time.perf_counter() - start})
+    return results
