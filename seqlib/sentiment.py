@@ -35,6 +35,7 @@ from seqlib.embeddings import (
 from seqlib.rnn import positive_int
 from seqlib.text import check_ids, pad_batch, word_tokenize, word_vocab
 from seqlib.training import cached, train
+from seqlib.translate import batch_indices
 from seqlib.utils import seed_everything
 
 # Model sizes (p the embedding size, hidden the m~ of each direction, chosen so that the
@@ -101,18 +102,12 @@ def subset(ids: list, labels: torch.Tensor, index: torch.Tensor) -> tuple:
 
 def batches(ids: list, labels: torch.Tensor, batch_size: int, generator: torch.Generator,
             pool: int = 20):
-    """Endless training batches (ids (B, T), mask (B, T), labels (B,)), epoch after epoch.
-    Each epoch shuffles the examples, sorts each run of `pool` batches' worth by length and
-    cuts it into batches (similar lengths, so little padding), then shuffles the batches."""
-    lengths = torch.tensor([len(s) for s in ids])
-    while True:
-        order = torch.randperm(len(ids), generator=generator)
-        chunks = []
-        for run in order.split(batch_size * pool):
-            chunks += list(run[lengths[run].argsort(stable=True)].split(batch_size))
-        for i in torch.randperm(len(chunks), generator=generator).tolist():
-            chunk = chunks[i].tolist()
-            yield (*pad_batch([ids[j] for j in chunk]), labels[chunk])
+    """Endless training batches (ids (B, T), mask (B, T), labels (B,)), epoch after epoch,
+    drawn as translation draws them (seqlib.translate.batch_indices): each epoch shuffles
+    the examples, sorts each run of `pool` batches' worth by length and cuts it into
+    batches (similar lengths, so little padding), then shuffles the batches."""
+    for chunk in batch_indices([(s,) for s in ids], batch_size, generator, pool):
+        yield (*pad_batch([ids[j] for j in chunk]), labels[chunk])
 
 
 @torch.no_grad()
