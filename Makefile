@@ -40,7 +40,7 @@ test-gpu: $(STAMP)
 	SEQLIB_DEVICE=cuda $(BIN)/pytest -p no:cacheprovider --nbval-lax --nbval-current-env $(NOTEBOOKS)
 
 # Re-execute every notebook in place on the CPU (regenerates the stored outputs), then the
-# coverage page. Both this and `test` train from scratch: trained models are cached only
+# coverage and exercises pages. Both this and `test` train from scratch: trained models are cached only
 # within one run.
 # After running a chapter, each cell's consecutive output streams become one, and what a
 # progress bar overwrote with a carriage return is dropped: the stored bar is its last frame.
@@ -57,6 +57,7 @@ execute: $(STAMP)
 	done
 	@echo; cat $(VENV)/execute-times.txt
 	$(BIN)/python book/coverage.py
+	$(BIN)/python book/exercises.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks
