@@ -18,9 +18,7 @@ decoding functions of seqlib.decoding, from a recurrent or a transformer languag
 
 import hashlib
 import math
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 
 import torch
 import torch.nn.functional as F
@@ -31,7 +29,7 @@ from seqlib.gated import GRU, LSTM
 from seqlib.rnn import RNN, positive_int
 from seqlib.seq2seq import check_source
 from seqlib.text import SPECIALS, Vocab, check_ids
-from seqlib.training import cache_path, cached, train
+from seqlib.training import cache_path, cached, run_in_processes, train
 from seqlib.utils import seed_everything
 
 UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
@@ -406,34 +404,18 @@ def trained(name: str, model: nn.Module, train_ids: torch.Tensor, config: dict) 
                   *_cache_key(model, train_ids, config))
 
 
-def _train_in_worker(name, model, train_ids, config, threads: int, deterministic: bool):
-    torch.set_num_threads(threads)  # as in the parent process: the same sums, the same key
-    torch.use_deterministic_algorithms(deterministic)
-    trained(name, model, train_ids, config)
-
-
 def trained_together(runs: dict, train_ids: torch.Tensor, processes: int | None = None) -> dict:
     """`trained` for every run of {name: (model, config)}; returns {name: history}.
 
-    The runs that the cache lacks train at the same time, in worker processes (at most
-    `processes`, by default one per CPU core this process may use), each with this
-    process's number of threads and determinism, so that each trains exactly as it would
-    here, and saves its result; then every model is loaded from the cache. On a GPU, or
-    with a single process, the runs train here one after the other."""
+    The runs that the cache lacks train at the same time, in worker processes
+    (seqlib.training.run_in_processes: at most `processes`, by default one per CPU core),
+    each exactly as it would train here, and save their results; then every model is
+    loaded from the cache. On a GPU, or with a single process, the runs train here one
+    after the other."""
     missing = [name for name, (model, config) in runs.items()
                if not cache_path(name, model, *_cache_key(model, train_ids, config)).exists()]
-    if processes is None:
-        processes = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-            else os.cpu_count() or 1
-    workers = min(len(missing), positive_int("processes", processes))
-    on_cpu = all(next(model.parameters()).device.type == "cpu" for model, _ in runs.values())
-    if workers > 1 and on_cpu:
-        spawn = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked threads
-        settings = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-        with ProcessPoolExecutor(workers, mp_context=spawn) as pool:
-            jobs = [pool.submit(_train_in_worker, name, runs[name][0], train_ids, runs[name][1],
-                                *settings) for name in missing]
-            for job in jobs:
-                job.result()  # raises what a worker raised
+    if all(next(model.parameters()).device.type == "cpu" for model, _ in runs.values()):
+        run_in_processes([(trained, (name, runs[name][0], train_ids, runs[name][1]))
+                          for name in missing], processes)
     return {name: trained(name, model, train_ids, config)
             for name, (model, config) in runs.items()}

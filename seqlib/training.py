@@ -4,10 +4,12 @@ checkpoint; and `cached`, which saves what a training run produced so that an id
 loads it. The function `train` is also `seqlib.train`."""
 
 import hashlib
+import multiprocessing
 import os
 import pathlib
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 
 import torch
 from filelock import FileLock
@@ -148,6 +150,38 @@ def cached(name: str, model: nn.Module, fit: Callable[[], dict], *key) -> dict:
         history = fit()
         save_atomic({"state": model.state_dict(), "history": history}, path)
     return history
+
+
+def _call_in_worker(function: Callable, args: tuple, threads: int, deterministic: bool):
+    torch.set_num_threads(threads)  # as in the parent process: the same sums, the same key
+    torch.use_deterministic_algorithms(deterministic)
+    function(*args)
+
+
+def run_in_processes(calls: list, processes: int | None = None) -> None:
+    """Run each call (function, args) at once in its own worker process, at most `processes`
+    at a time (by default one per CPU core this process may use). Each worker is a fresh
+    interpreter ("spawn": no threads inherited from this one) with this process's number
+    of threads and determinism, so a training run there is the run it would be here.
+    Returns when all have finished, raising what a worker raised. Fewer than two calls or
+    one process: nothing runs, and the caller runs the calls itself (so do the callers
+    below, which train what is still missing and then load everything from the cache).
+    The functions must be importable module-level ones, and the arguments picklable."""
+    if processes is None:
+        processes = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+    if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
+        raise ValueError(f"processes must be a positive int, got {processes!r}")
+    workers = min(len(calls), processes)
+    if workers < 2:
+        return
+    spawn = multiprocessing.get_context("spawn")
+    settings = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    with ProcessPoolExecutor(workers, mp_context=spawn) as pool:
+        jobs = [pool.submit(_call_in_worker, function, args, *settings)
+                for function, args in calls]
+        for job in jobs:
+            job.result()  # raises what a worker raised
 
 
 def save_atomic(obj, path) -> None:

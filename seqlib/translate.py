@@ -28,7 +28,7 @@ from seqlib.decoding import beam_search, greedy, sample
 from seqlib.rnn import positive_int
 from seqlib.seq2seq import masked_cross_entropy
 from seqlib.text import UNK, Vocab, pad_batch, word_tokenize, word_vocab
-from seqlib.training import cached, train
+from seqlib.training import cache_path, cached, run_in_processes, train
 from seqlib.utils import seed_everything
 
 # The experiments' configurations, shared by the chapters so that their models (and cache
@@ -221,12 +221,41 @@ def trained(name: str, build, data: TranslationData, *, device=None, **fit_kwarg
     key; a device other than the CPU is (its sums round differently)."""
     seed_everything(fit_kwargs.get("seed", 0))
     model = build() if device is None else build().to(device)
-    progress = fit_kwargs.pop("progress", False)
+    return model, _fit_cached(name, model, data, fit_kwargs)
+
+
+def _cache_key(model, data: TranslationData, fit_kwargs: dict) -> tuple:
     on = next(model.parameters()).device.type
-    history = cached(name, model, lambda: fit(model, data, progress=progress, **fit_kwargs),
-                     sorted(fit_kwargs.items()), data.src_vocab.itos, data.tgt_vocab.itos,
-                     data.ids["train"], *([] if on == "cpu" else [on]))
-    return model, history
+    return (sorted((k, v) for k, v in fit_kwargs.items() if k != "progress"),
+            data.src_vocab.itos, data.tgt_vocab.itos, data.ids["train"],
+            *([] if on == "cpu" else [on]))
+
+
+def _fit_cached(name: str, model, data: TranslationData, fit_kwargs: dict) -> dict:
+    kwargs = {"progress": False, **fit_kwargs}
+    return cached(name, model, lambda: fit(model, data, **kwargs),
+                  *_cache_key(model, data, fit_kwargs))
+
+
+def _fit_in_worker(name: str, model, data: TranslationData, fit_kwargs: dict, rng_state):
+    torch.set_rng_state(rng_state)  # the global generator as `trained` leaves it after build()
+    _fit_cached(name, model, data, fit_kwargs)
+
+
+def trained_together(runs: list, *, processes: int | None = None) -> list:
+    """`trained` on the CPU for every run (name, build, data, fit_kwargs) of `runs`; returns
+    their (model, history) in order. The runs the cache lacks train at the same time in
+    worker processes (seqlib.training.run_in_processes: at most `processes`, by default one
+    per core), each exactly as `trained` would train it here; then every model is loaded
+    from the cache."""
+    calls = []
+    for name, build, data, fit_kwargs in runs:
+        seed_everything(fit_kwargs.get("seed", 0))
+        model = build()
+        if not cache_path(name, model, *_cache_key(model, data, fit_kwargs)).exists():
+            calls.append((_fit_in_worker, (name, model, data, fit_kwargs, torch.get_rng_state())))
+    run_in_processes(calls, processes)
+    return [trained(name, build, data, **fit_kwargs) for name, build, data, fit_kwargs in runs]
 
 
 def translate(model, data: TranslationData, sources: list, *, method: str = "greedy",

@@ -407,7 +407,7 @@ def test_trained_together_trains_in_processes_exactly_as_here(monkeypatch, tmp_p
         runs = {unit: (tiny_model(unit, len(vocab)).float(), config) for unit in UNITS}
         histories = lm.trained_together(runs, ids, processes=2)
         assert len(list((tmp_path / "workers").glob("*.pt"))) == 3
-        monkeypatch.setattr(lm, "ProcessPoolExecutor", None)  # all cached: no process starts
+        monkeypatch.setattr(seqlib.training, "ProcessPoolExecutor", None)  # all cached
         assert lm.trained_together(runs, ids) == histories
     finally:
         torch.set_num_threads(threads)

@@ -6,8 +6,10 @@ import pytest
 import sacrebleu
 import torch
 
+import seqlib.training
 import seqlib.translate as tr
 from seqlib.seq2seq import AttentionSeq2Seq, Seq2Seq
+from seqlib.transformer import Transformer
 
 WORDS = "red blue green cat dog bird big small".split()
 
@@ -240,3 +242,35 @@ def test_fit_with_label_smoothing_trains_on_the_smoothed_loss(data, monkeypatch)
     tr.fit(model, data, steps=3, batch_size=8, lr=1e-2, label_smoothing=0.1, progress=False)
     tr.fit(model, data, steps=2, batch_size=8, lr=1e-2, progress=False)
     assert seen == [0.1, 0.1, 0.1, 0.0, 0.0]
+
+
+def test_trained_together_trains_in_processes_exactly_as_here(data, tmp_path, monkeypatch):
+    V_s, V_t = len(data.src_vocab), len(data.tgt_vocab)
+    runs = [  # dropout draws from the global generator: the workers must start from its state
+        ("rnn", build(data), data, dict(steps=4, batch_size=8, lr=1e-2, seed=3)),
+        ("transformer", lambda: Transformer(V_s, V_t, p=16, heads=2, n1=32, num_layers=1,
+                                            dropout=0.1),
+         data, dict(steps=4, batch_size=8, lr=1e-3, seed=5)),
+        ("transformer", lambda: Transformer(V_s, V_t, p=16, heads=2, n1=32, num_layers=1,
+                                            dropout=0.1),
+         data, dict(steps=4, batch_size=8, lr=1e-3, seed=5, label_smoothing=0.1)),
+    ]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the workers take this process's number of threads
+    try:
+        monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "here"))
+        here = [tr.trained(name, b, d, **kw) for name, b, d, kw in runs]
+        monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "workers"))
+        together = tr.trained_together(runs, processes=2)
+        assert len(list((tmp_path / "workers").glob("*.pt"))) == 3
+        monkeypatch.setattr(seqlib.training, "ProcessPoolExecutor", None)  # all cached
+        again = tr.trained_together(runs)
+    finally:
+        torch.set_num_threads(threads)
+    for (model, history), (other, saved), (_, loaded) in zip(here, together, again, strict=True):
+        assert saved == loaded and saved["loss"] == history["loss"]
+        for p, q in zip(model.state_dict().values(), other.state_dict().values(), strict=True):
+            assert torch.equal(p, q)
+    assert here[1][1]["loss"] != here[2][1]["loss"]  # the two transformers differ
+    with pytest.raises(ValueError, match="processes"):
+        tr.trained_together(runs, processes=0)
