@@ -46,3 +46,10 @@ def passed(what: str) -> None:
 
 
 __all__ = ["ExerciseError", "expect", "expect_close", "passed"]
+
+from seqlib.exercises.scores import check_additive_scores  # noqa: E402
+from seqlib.exercises.subwords import check_bpe_encoder, check_bpe_learner  # noqa: E402
+from seqlib.exercises.window import check_window_features  # noqa: E402
+
+__all__ += ["check_additive_scores", "check_bpe_encoder", "check_bpe_learner",
+            "check_window_features"]

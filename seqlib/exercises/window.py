@@ -1,0 +1,36 @@
+"""Checkers for the exercises of the page on fixed-window language models."""
+
+import torch
+
+from seqlib.exercises import ExerciseError, expect_close, passed
+
+
+def _reference(x: torch.Tensor, k: int) -> torch.Tensor:
+    B, T, E = x.shape
+    padded = torch.cat([x.new_zeros(B, k - 1, E), x], dim=1)  # (B, k - 1 + T, E)
+    return torch.cat([padded[:, j:j + T] for j in range(k)], dim=-1)  # (B, T, k E)
+
+
+def check_window_features(window_features) -> None:
+    """`window_features(x, k)`: for embeddings x (B, T, E), the windows e^<t> = [x^<t-k+1>;
+    ...; x^<t>] (B, T, k E), oldest first, with zero vectors before the first step."""
+    if not callable(window_features):
+        raise TypeError(f"window_features must be a function, got "
+                        f"{type(window_features).__name__}")
+    gen = torch.Generator().manual_seed(0)
+    for B, T, E, k in [(1, 1, 2, 1), (2, 5, 3, 2), (3, 4, 2, 6)]:
+        x = torch.randn(B, T, E, generator=gen, dtype=torch.float64)
+        got, expected = window_features(x, k), _reference(x, k)
+        if (isinstance(got, torch.Tensor) and got.shape == expected.shape and k > 1
+                and not torch.allclose(got.double(), expected)):
+            newest_first = torch.cat(expected.split(E, dim=-1)[::-1], dim=-1)
+            if torch.allclose(got.double(), newest_first):
+                raise ExerciseError(f"for k = {k} the window is newest first: put "
+                                    f"x^<t-k+1> first and x^<t> last")
+            if torch.allclose(got[:, k - 1:].double(), expected[:, k - 1:]):
+                raise ExerciseError(f"for k = {k} the full windows are right but the first "
+                                    f"{k - 1} are not: before the first step the window "
+                                    f"holds zero vectors")
+        expect_close(f"window_features(x of shape {(B, T, E)}, k={k})", got, expected,
+                     atol=1e-12, rtol=0)
+    passed("the windows agree, zero vectors before the start, on 3 shapes")
