@@ -46,3 +46,11 @@ def passed(what: str) -> None:
 
 
 __all__ = ["ExerciseError", "expect", "expect_close", "passed"]
+
+from seqlib.exercises.forecasting import check_companion, check_feed_back  # noqa: E402
+
+__all__ += ["check_companion", "check_feed_back"]
+
+from seqlib.exercises.sentiment import check_bidirectional_ends, check_masked_mean  # noqa: E402
+
+__all__ += ["check_bidirectional_ends", "check_masked_mean"]
