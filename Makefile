@@ -40,8 +40,9 @@ test-gpu: $(STAMP)
 	SEQLIB_DEVICE=cuda $(BIN)/pytest -p no:cacheprovider --nbval-lax --nbval-current-env $(NOTEBOOKS)
 
 # Re-execute every notebook in place on the CPU (regenerates the stored outputs), then the
-# coverage and exercises pages. Both this and `test` train from scratch: trained models are cached only
-# within one run.
+# coverage and exercises pages and the box atop each page (book/chapters.yml holds the
+# measured times, copied by hand from $(VENV)/execute-times.txt). Both this and `test` train
+# from scratch: trained models are cached only within one run.
 # After running a chapter, each cell's consecutive output streams become one, and what a
 # progress bar overwrote with a carriage return is dropped: the stored bar is its last frame.
 COALESCE := --Exporter.preprocessors=nbconvert.preprocessors.CoalesceStreamsPreprocessor
@@ -58,6 +59,7 @@ execute: $(STAMP)
 	@echo; cat $(VENV)/execute-times.txt
 	$(BIN)/python book/coverage.py
 	$(BIN)/python book/exercises.py
+	$(BIN)/python book/headers.py
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks

@@ -28,6 +28,8 @@ TITLES = {
     "14_sentiment_classification": "Sentiment classification",
     "15_image_captioning": "Image captioning",
     "16_label_smoothing_and_beam_search": "Label smoothing and beam search",
+    "17_subword_tokens": "Subword tokens",
+    "18_attention_score_functions": "Attention score functions",
 }
 
 
