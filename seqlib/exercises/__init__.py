@@ -46,3 +46,15 @@ def passed(what: str) -> None:
 
 
 __all__ = ["ExerciseError", "expect", "expect_close", "passed"]
+
+from seqlib.exercises.stacking import check_bidirectional  # noqa: E402
+
+__all__ += ["check_bidirectional"]
+
+from seqlib.exercises.gated import check_peephole_lstm, check_pytorch_gru  # noqa: E402
+
+__all__ += ["check_peephole_lstm", "check_pytorch_gru"]
+
+from seqlib.exercises.language_models import check_top_p  # noqa: E402
+
+__all__ += ["check_top_p"]
