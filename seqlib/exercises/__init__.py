@@ -49,11 +49,15 @@ __all__ = ["ExerciseError", "expect", "expect_close", "passed"]
 
 # The checkers, one module per page (imported after the helpers they use).
 from seqlib.exercises.forecasting import check_companion, check_feed_back  # noqa: E402
+from seqlib.exercises.gated import check_peephole_lstm, check_pytorch_gru  # noqa: E402
+from seqlib.exercises.language_models import check_top_p  # noqa: E402
 from seqlib.exercises.scores import check_additive_scores  # noqa: E402
 from seqlib.exercises.sentiment import check_bidirectional_ends, check_masked_mean  # noqa: E402
+from seqlib.exercises.stacking import check_bidirectional  # noqa: E402
 from seqlib.exercises.subwords import check_bpe_encoder, check_bpe_learner  # noqa: E402
 from seqlib.exercises.window import check_window_features  # noqa: E402
 
-__all__ += ["check_companion", "check_feed_back", "check_additive_scores",
-            "check_bidirectional_ends", "check_masked_mean", "check_bpe_encoder",
+__all__ += ["check_companion", "check_feed_back", "check_peephole_lstm", "check_pytorch_gru",
+            "check_top_p", "check_additive_scores", "check_bidirectional_ends",
+            "check_masked_mean", "check_bidirectional", "check_bpe_encoder",
             "check_bpe_learner", "check_window_features"]

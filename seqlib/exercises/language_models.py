@@ -1,0 +1,84 @@
+"""Checkers for the exercises of the page on character-level language models."""
+
+import math
+
+import torch
+
+from seqlib.decoding import filter_logits
+from seqlib.exercises import ExerciseError, expect, passed
+
+
+def _cases() -> list:
+    """(description, logits, p) on which to compare: a hand-made distribution where the
+    nucleus is easy to work out, random logits of a batch, a batch with two leading
+    dimensions, and the extremes (a p so small that only the top token is kept, p = 1)."""
+    generator = torch.Generator().manual_seed(606)
+    probabilities = torch.tensor([[0.05, 0.5, 0.15, 0.3]], dtype=torch.float64)
+    cases = [("probabilities (0.05, 0.5, 0.15, 0.3)", probabilities.log(), 0.7)]
+    random = torch.randn(4, 12, generator=generator, dtype=torch.float64) * 2  # (B, V)
+    cases += [("random logits (4, 12)", random, p) for p in (0.5, 0.9)]
+    cases.append(("random logits (2, 3, 9)",
+                  torch.randn(2, 3, 9, generator=generator, dtype=torch.float64) * 2, 0.8))
+    cases += [("random logits (4, 12)", random, 0.01), ("random logits (4, 12)", random, 1.0)]
+    return cases
+
+
+def _kept(logits: torch.Tensor) -> torch.Tensor:
+    return logits > -math.inf
+
+
+def check_top_p(attempt) -> None:
+    """Check `attempt(logits, top_p) -> logits`, nucleus (top-p) filtering: for logits
+    (..., V) and 0 < top_p <= 1, the same logits with every token outside the nucleus set to
+    -inf. The nucleus of a row is its most probable tokens, taken in order of probability
+    until their total probability reaches top_p; so it always holds at least the most
+    probable token, and the token that takes the total past top_p is kept. Compared with
+    seqlib.decoding.filter_logits(logits, top_p=top_p)."""
+    if not callable(attempt):
+        raise TypeError(f"attempt must be a function (logits, top_p) -> logits, "
+                        f"got {type(attempt).__name__}")
+    for description, logits, p in _cases():
+        what = f"{description}, top_p = {p}"
+        before = logits.clone()
+        got = attempt(logits, p)
+        expected = filter_logits(logits, top_p=p)
+        expect(torch.equal(logits, before), f"{what}: your function changed its input logits "
+                                            "in place; return a new tensor")
+        expect(isinstance(got, torch.Tensor),
+               f"{what}: return a torch.Tensor, got {type(got).__name__}")
+        expect(tuple(got.shape) == tuple(logits.shape),
+               f"{what}: the result has shape {tuple(got.shape)}, expected the shape of the "
+               f"logits, {tuple(logits.shape)}")
+        got = got.detach().double()
+        keep, keep_ref = _kept(got), _kept(expected)
+        dropped = keep_ref.logical_not()
+        if bool(dropped.any()) and bool((got[dropped] < -1e4).all()) \
+                and not bool((got[dropped] == -math.inf).all()):
+            raise ExerciseError(f"{what}: set the tokens outside the nucleus to -inf "
+                                "(float('-inf')), not to a large negative number")
+        if not torch.equal(keep, keep_ref):
+            n, n_ref = keep.sum(-1), keep_ref.sum(-1)  # tokens kept per row
+            row = tuple(int(i) for i in (n != n_ref).nonzero()[0]) if (n != n_ref).any() \
+                else tuple(int(i) for i in (keep != keep_ref).any(-1).nonzero()[0])
+            if bool((n < n_ref).any()) and not bool((n > n_ref).any()):
+                hint = (" (kept fewer tokens than the nucleus: keep the token that takes the "
+                        "running total past top_p as well; a row always keeps its top token)")
+            elif bool((n > n_ref).any()) and not bool((n < n_ref).any()):
+                hint = (" (kept more tokens than the nucleus: stop at the first token with "
+                        "which the running total reaches top_p)")
+            elif torch.equal(n, n_ref):
+                hint = (" (the right number of tokens, but not the most probable ones: rank the "
+                        "tokens by probability, then set -inf at their original positions)")
+            else:
+                hint = ""
+            raise ExerciseError(
+                f"{what}: row {row} keeps {int(n[row])} token(s), expected {int(n_ref[row])}: "
+                f"positions {keep[row].nonzero().flatten().tolist()} instead of "
+                f"{keep_ref[row].nonzero().flatten().tolist()}{hint}")
+        if not torch.allclose(got[keep], expected[keep_ref], rtol=0, atol=1e-12):
+            raise ExerciseError(f"{what}: the right tokens are kept, but their logits changed; "
+                                "return the kept logits unchanged (sampling renormalises them)")
+        expect(bool((got[~keep] == -math.inf).all()),
+               f"{what}: the filtered-out tokens should be -inf")
+    passed("nucleus (top-p) filtering equals seqlib.decoding.filter_logits on 6 cases, "
+           "batched and unbatched, from top_p = 0.01 to 1")
