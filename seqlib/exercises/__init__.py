@@ -46,3 +46,7 @@ def passed(what: str) -> None:
 
 
 __all__ = ["ExerciseError", "expect", "expect_close", "passed"]
+
+from seqlib.exercises.transformer import check_pre_norm_block, check_rms_norm  # noqa: E402
+
+__all__ += ["check_pre_norm_block", "check_rms_norm"]
