@@ -50,3 +50,11 @@ __all__ = ["ExerciseError", "expect", "expect_close", "passed"]
 from seqlib.exercises.transformer import check_pre_norm_block, check_rms_norm  # noqa: E402
 
 __all__ += ["check_pre_norm_block", "check_rms_norm"]
+
+from seqlib.exercises.translation import check_sequence_log_prob  # noqa: E402
+
+__all__ += ["check_sequence_log_prob"]
+
+from seqlib.exercises.transformer_lm import check_min_p_filter  # noqa: E402
+
+__all__ += ["check_min_p_filter"]
