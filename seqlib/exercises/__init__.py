@@ -55,9 +55,13 @@ from seqlib.exercises.scores import check_additive_scores  # noqa: E402
 from seqlib.exercises.sentiment import check_bidirectional_ends, check_masked_mean  # noqa: E402
 from seqlib.exercises.stacking import check_bidirectional  # noqa: E402
 from seqlib.exercises.subwords import check_bpe_encoder, check_bpe_learner  # noqa: E402
+from seqlib.exercises.transformer import check_pre_norm_block, check_rms_norm  # noqa: E402
+from seqlib.exercises.transformer_lm import check_min_p_filter  # noqa: E402
+from seqlib.exercises.translation import check_sequence_log_prob  # noqa: E402
 from seqlib.exercises.window import check_window_features  # noqa: E402
 
 __all__ += ["check_companion", "check_feed_back", "check_peephole_lstm", "check_pytorch_gru",
             "check_top_p", "check_additive_scores", "check_bidirectional_ends",
             "check_masked_mean", "check_bidirectional", "check_bpe_encoder",
-            "check_bpe_learner", "check_window_features"]
+            "check_bpe_learner", "check_pre_norm_block", "check_rms_norm",
+            "check_min_p_filter", "check_sequence_log_prob", "check_window_features"]
