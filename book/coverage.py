@@ -30,6 +30,7 @@ TITLES = {
     "16_label_smoothing_and_beam_search": "Label smoothing and beam search",
     "17_subword_tokens": "Subword tokens",
     "18_attention_score_functions": "Attention score functions",
+    "19_fixed_window_language_models": "Fixed-window language models",
 }
 
 
