@@ -46,3 +46,12 @@ def passed(what: str) -> None:
 
 
 __all__ = ["ExerciseError", "expect", "expect_close", "passed"]
+
+from seqlib.exercises.embeddings import check_analogy  # noqa: E402
+from seqlib.exercises.recurrent import (  # noqa: E402
+    check_rnn_forward,
+    check_sequence_loss,
+    check_truncated_bptt,
+)
+
+__all__ += ["check_analogy", "check_rnn_forward", "check_sequence_loss", "check_truncated_bptt"]
