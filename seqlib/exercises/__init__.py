@@ -46,3 +46,15 @@ def passed(what: str) -> None:
 
 
 __all__ = ["ExerciseError", "expect", "expect_close", "passed"]
+
+from seqlib.exercises.encoder_decoder import check_greedy_decoding  # noqa: E402
+
+__all__ += ["check_greedy_decoding"]
+
+from seqlib.exercises.attention import check_additive_attention  # noqa: E402
+
+__all__ += ["check_additive_attention"]
+
+from seqlib.exercises.self_attention import check_multi_head_attention  # noqa: E402
+
+__all__ += ["check_multi_head_attention"]
