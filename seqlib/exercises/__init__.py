@@ -48,7 +48,9 @@ def passed(what: str) -> None:
 __all__ = ["ExerciseError", "expect", "expect_close", "passed"]
 
 # The checkers, one module per page (imported after the helpers they use).
+from seqlib.exercises.attention import check_additive_attention  # noqa: E402
 from seqlib.exercises.embeddings import check_analogy  # noqa: E402
+from seqlib.exercises.encoder_decoder import check_greedy_decoding  # noqa: E402
 from seqlib.exercises.forecasting import check_companion, check_feed_back  # noqa: E402
 from seqlib.exercises.gated import check_peephole_lstm, check_pytorch_gru  # noqa: E402
 from seqlib.exercises.language_models import check_top_p  # noqa: E402
@@ -58,6 +60,7 @@ from seqlib.exercises.recurrent import (  # noqa: E402
     check_truncated_bptt,
 )
 from seqlib.exercises.scores import check_additive_scores  # noqa: E402
+from seqlib.exercises.self_attention import check_multi_head_attention  # noqa: E402
 from seqlib.exercises.sentiment import check_bidirectional_ends, check_masked_mean  # noqa: E402
 from seqlib.exercises.stacking import check_bidirectional  # noqa: E402
 from seqlib.exercises.subwords import check_bpe_encoder, check_bpe_learner  # noqa: E402
@@ -66,10 +69,11 @@ from seqlib.exercises.transformer_lm import check_min_p_filter  # noqa: E402
 from seqlib.exercises.translation import check_sequence_log_prob  # noqa: E402
 from seqlib.exercises.window import check_window_features  # noqa: E402
 
-__all__ += ["check_analogy", "check_companion", "check_feed_back", "check_peephole_lstm",
-            "check_pytorch_gru", "check_top_p", "check_rnn_forward",
-            "check_sequence_loss", "check_truncated_bptt", "check_additive_scores",
-            "check_bidirectional_ends", "check_masked_mean", "check_bidirectional",
-            "check_bpe_encoder", "check_bpe_learner", "check_pre_norm_block",
-            "check_rms_norm", "check_min_p_filter", "check_sequence_log_prob",
-            "check_window_features"]
+__all__ += ["check_additive_attention", "check_analogy", "check_greedy_decoding", "check_companion",
+            "check_feed_back", "check_peephole_lstm", "check_pytorch_gru",
+            "check_top_p", "check_rnn_forward", "check_sequence_loss",
+            "check_truncated_bptt", "check_additive_scores",
+            "check_multi_head_attention", "check_bidirectional_ends",
+            "check_masked_mean", "check_bidirectional", "check_bpe_encoder",
+            "check_bpe_learner", "check_pre_norm_block", "check_rms_norm",
+            "check_min_p_filter", "check_sequence_log_prob", "check_window_features"]

@@ -1,0 +1,140 @@
+"""Checkers for the exercises of the attention chapter (Section 7.4): attention with the
+additive score of Bahdanau et al., with a padding mask."""
+
+import torch
+
+from seqlib.attention import Attention
+from seqlib.exercises import ExerciseError, expect, expect_close, passed
+
+# distinct sizes, so that a transposed or misplaced dimension shows in a shape
+B, T_OUT, T_IN, M_Q, M_K, M_TILDE, M_V = 2, 3, 5, 4, 6, 7, 8
+
+
+def _inputs() -> dict:
+    """Queries, keys, values, a padding mask and the parameters of an additive score, the
+    same on every call (a generator of their own)."""
+    gen = torch.Generator().manual_seed(8)
+    mask = torch.ones(B, T_IN, dtype=torch.bool)
+    mask[1, 3:] = False  # the second sequence: 3 real keys, 2 padded ones
+    return {
+        "queries": torch.randn(B, T_OUT, M_Q, generator=gen),  # z_q^<t>: (B, T_out, m_q)
+        "keys": torch.randn(B, T_IN, M_K, generator=gen),  # z_k^<tau>: (B, T_in, m_k)
+        "values": torch.randn(B, T_IN, M_V, generator=gen),  # v^<tau>: (B, T_in, m_v)
+        "W_sa": torch.randn(M_TILDE, M_Q, generator=gen),  # m~ x m_q
+        "W_sb": torch.randn(M_TILDE, M_K, generator=gen),  # m~ x m_k
+        "w_s": torch.randn(M_TILDE, generator=gen),  # m~
+        "mask": mask,
+    }
+
+
+def _reference(inputs: dict, mask) -> tuple:
+    """seqlib.attention.Attention with the additive score and the given parameters."""
+    attention = Attention(M_Q, M_K, "additive", attention_size=M_TILDE)
+    with torch.no_grad():
+        for name in ("W_sa", "W_sb", "w_s"):
+            getattr(attention, name).copy_(inputs[name])
+        return attention(inputs["queries"], inputs["keys"], inputs["values"], mask=mask)
+
+
+def _call(attempt, inputs: dict, mask, what: str) -> tuple:
+    """Run the attempt on copies of the inputs; check it returns (u, alpha) tensors."""
+    args = [inputs[k].clone() for k in ("queries", "keys", "values", "W_sa", "W_sb", "w_s")]
+    try:
+        with torch.no_grad():
+            out = attempt(*args, mask=None if mask is None else mask.clone())
+    except Exception as error:
+        raise ExerciseError(f"{what}: your function raised {type(error).__name__}: "
+                            f"{error}") from error
+    expect(isinstance(out, tuple) and len(out) == 2,
+           f"{what}: return the pair (u, alpha), outputs and weights; got "
+           f"{type(out).__name__}")
+    u, alpha = out
+    for name, x in (("u", u), ("alpha", alpha)):
+        expect(isinstance(x, torch.Tensor),
+               f"{what}: {name} should be a torch.Tensor, got {type(x).__name__}")
+    return u, alpha
+
+
+def _check_weights(alpha, inputs: dict, expected, what: str) -> None:
+    """Compare the weights, naming the mistake where a typical one explains them."""
+    if tuple(alpha.shape) == (B, T_IN, T_OUT):
+        raise ExerciseError(f"{what}: alpha has shape {tuple(alpha.shape)} = (B, T_in, T_out); "
+                            f"expected (B, T_out, T_in) = {(B, T_OUT, T_IN)}, one row "
+                            f"alpha^<t> per query")
+    expect(tuple(alpha.shape) == (B, T_OUT, T_IN),
+           f"{what}: alpha has shape {tuple(alpha.shape)}, expected (B, T_out, T_in) = "
+           f"{(B, T_OUT, T_IN)}")
+    alpha = alpha.detach().double()
+    expect(bool(torch.isfinite(alpha).all()), f"{what}: alpha holds NaN or infinite values")
+    if not torch.allclose(alpha.sum(-1), torch.ones(B, T_OUT, dtype=torch.double), atol=1e-5):
+        if torch.allclose(alpha.sum(1), torch.ones(B, T_IN, dtype=torch.double), atol=1e-5):
+            raise ExerciseError(f"{what}: the weights sum to 1 over the queries; take the "
+                                f"softmax over the keys (the last dimension), so that each "
+                                f"row alpha^<t> sums to 1, (7.20)")
+        sums = [[round(float(v), 3) for v in row] for row in alpha.sum(-1)]
+        raise ExerciseError(f"{what}: the rows of alpha do not sum to 1 (sums {sums}): "
+                            f"alpha^<t> is a softmax over the keys, (7.20)")
+    a_q = inputs["queries"].double() @ inputs["W_sa"].double().T  # (B, T_out, m~)
+    a_k = inputs["keys"].double() @ inputs["W_sb"].double().T  # (B, T_in, m~)
+    pre = a_q[:, :, None] + a_k[:, None]  # (B, T_out, T_in, m~)
+    w_s = inputs["w_s"].double()
+    for scores, message in [(pre @ w_s, "the tanh seems missing: s(z_q, z_k) = w_s^T "
+                             "tanh(W_sa z_q + W_sb z_k)"),
+                            (torch.tanh(pre) @ w_s / M_TILDE ** 0.5, "the additive score has "
+                             "no 1/sqrt(m~) factor: that scaling belongs to the inner product"),
+                            (torch.tanh(pre).sum(-1), "the tanh layer's outputs are summed; "
+                             "weigh them by w_s: s = w_s^T tanh(...)")]:
+        if torch.allclose(alpha, torch.softmax(scores, -1), atol=1e-5):
+            raise ExerciseError(f"{what}: {message}")
+    expect_close(f"{what}: alpha", alpha, expected)
+
+
+def check_additive_attention(attempt) -> None:
+    """Check `attempt(queries, keys, values, W_sa, W_sb, w_s, mask=None)`, attention
+    (7.20)-(7.21) with the additive score s(z_q, z_k) = w_s^T tanh(W_sa z_q + W_sb z_k):
+    queries (B, T_out, m_q), keys (B, T_in, m_k), values (B, T_in, m_v), W_sa (m~, m_q),
+    W_sb (m~, m_k), w_s (m~,), mask None or a (B, T_in) bool tensor, True at real keys.
+    It must return (u, alpha), u (B, T_out, m_v) and alpha (B, T_out, T_in), compared with
+    seqlib.attention.Attention(score="additive") without and with a padding mask.
+    """
+    if not callable(attempt):
+        raise TypeError(f"attempt must be a function additive_attention(queries, keys, values, "
+                        f"W_sa, W_sb, w_s, mask=None), got {type(attempt).__name__}")
+    inputs = _inputs()
+    what = "without a mask"
+    u, alpha = _call(attempt, inputs, None, what)
+    u_ref, alpha_ref = _reference(inputs, None)
+    _check_weights(alpha, inputs, alpha_ref, what)
+    expect(tuple(u.shape) == (B, T_OUT, M_V),
+           f"{what}: u has shape {tuple(u.shape)}, expected (B, T_out, m_v) = "
+           f"{(B, T_OUT, M_V)}")
+    if not torch.allclose(u.detach().double(), u_ref.double(), atol=1e-5, rtol=1e-4):
+        raise ExerciseError(f"{what}: the weights are right but the outputs u are not: u^<t> "
+                            f"= sum_tau alpha^<t>_tau v^<tau>, (7.21), that is alpha @ values")
+
+    mask = inputs["mask"]
+    what = "with a padding mask (sequence 1 has 2 padded keys)"
+    u, alpha = _call(attempt, inputs, mask, what)
+    u_ref, alpha_ref = _reference(inputs, mask)
+    expect(tuple(alpha.shape) == (B, T_OUT, T_IN),
+           f"{what}: alpha has shape {tuple(alpha.shape)}, expected {(B, T_OUT, T_IN)}")
+    padded = alpha.detach()[1, :, 3:]  # (T_out, 2): the weights on the padded keys
+    real = alpha.detach()[1, :, :3]
+    if bool((real.abs() < 1e-12).all()) and not bool((padded.abs() < 1e-12).all()):
+        raise ExerciseError(f"{what}: the real keys get weight 0 and the padded ones do not: "
+                            f"mask is True at the real keys (False at the padding)")
+    if not bool((padded.abs() < 1e-7).all()):
+        raise ExerciseError(f"{what}: the padded keys get weights up to "
+                            f"{padded.abs().max().item():.3g}; they must get weight 0: give "
+                            f"their scores -inf before the softmax (masked_fill(~mask, -inf))")
+    sums = alpha.detach().sum(-1)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
+        raise ExerciseError(f"{what}: the padded keys get weight 0 but the rows of the "
+                            f"second sequence sum to {[round(float(v), 3) for v in sums[1]]}: "
+                            f"setting weights to 0 after the softmax leaves the others "
+                            f"unnormalised; mask the scores (-inf) before the softmax")
+    expect_close(f"{what}: alpha", alpha, alpha_ref)
+    expect_close(f"{what}: u", u, u_ref)
+    passed("additive attention (7.20)-(7.21), s = w_s^T tanh(W_sa z_q + W_sb z_k), equals "
+           "seqlib.attention.Attention(score='additive') in weights and outputs, without and "
+           "with a padding mask")
