@@ -46,3 +46,9 @@ def passed(what: str) -> None:
 
 
 __all__ = ["ExerciseError", "expect", "expect_close", "passed"]
+from seqlib.exercises.captioning import check_grid_attention  # noqa: E402
+
+__all__ += ["check_grid_attention"]
+from seqlib.exercises.decoding import check_beam_step, check_fit_temperature  # noqa: E402
+
+__all__ += ["check_beam_step", "check_fit_temperature"]
