@@ -49,6 +49,8 @@ __all__ = ["ExerciseError", "expect", "expect_close", "passed"]
 
 # The checkers, one module per page (imported after the helpers they use).
 from seqlib.exercises.attention import check_additive_attention  # noqa: E402
+from seqlib.exercises.captioning import check_grid_attention  # noqa: E402
+from seqlib.exercises.decoding import check_beam_step, check_fit_temperature  # noqa: E402
 from seqlib.exercises.embeddings import check_analogy  # noqa: E402
 from seqlib.exercises.encoder_decoder import check_greedy_decoding  # noqa: E402
 from seqlib.exercises.forecasting import check_companion, check_feed_back  # noqa: E402
@@ -69,10 +71,11 @@ from seqlib.exercises.transformer_lm import check_min_p_filter  # noqa: E402
 from seqlib.exercises.translation import check_sequence_log_prob  # noqa: E402
 from seqlib.exercises.window import check_window_features  # noqa: E402
 
-__all__ += ["check_additive_attention", "check_analogy", "check_greedy_decoding", "check_companion",
-            "check_feed_back", "check_peephole_lstm", "check_pytorch_gru",
-            "check_top_p", "check_rnn_forward", "check_sequence_loss",
-            "check_truncated_bptt", "check_additive_scores",
+__all__ += ["check_additive_attention", "check_grid_attention", "check_beam_step",
+            "check_fit_temperature", "check_analogy", "check_greedy_decoding",
+            "check_companion", "check_feed_back", "check_peephole_lstm",
+            "check_pytorch_gru", "check_top_p", "check_rnn_forward",
+            "check_sequence_loss", "check_truncated_bptt", "check_additive_scores",
             "check_multi_head_attention", "check_bidirectional_ends",
             "check_masked_mean", "check_bidirectional", "check_bpe_encoder",
             "check_bpe_learner", "check_pre_norm_block", "check_rms_norm",
