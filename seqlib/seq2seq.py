@@ -286,8 +286,8 @@ class AttentionSeq2Seq(nn.Module):
         super().__init__()
         n = hidden_size if encoder_size is None else positive_int("encoder_size", encoder_size)
         if score == "inner" and hidden_size != 2 * n:
-            raise ValueError(f"score='inner' needs queries s^<t> and keys v^<t> of one size: "
-                             f"hidden_size == 2 * encoder_size, got {hidden_size} and {n}")
+            raise ValueError(f"score='inner' needs queries s^<t> and keys v^<t> of one size, "
+                             f"got hidden_size={hidden_size} and 2 * encoder_size={2 * n}")
         if score not in SCORES:
             raise ValueError(f"score must be one of {SCORES}, got {score!r}")
         if not isinstance(deep_output, bool):
