@@ -12,7 +12,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 JOBS ?= 2
 PARALLEL := -n $(JOBS) --dist loadfile
 
-.PHONY: setup book pdf test test-gpu execute lab bench clean
+.PHONY: setup book pdf test test-colab test-gpu execute lab bench clean
 
 setup: $(STAMP)
 
@@ -39,11 +39,17 @@ pdf: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check seqlib tests benchmarks
 	$(BIN)/pytest -p no:cacheprovider -n $(JOBS) tests --ignore=tests/test_html.py \
-		--ignore=tests/test_pdf.py
+		--ignore=tests/test_pdf.py --ignore=tests/test_colab.py
 	SEQLIB_MODEL_CACHE=$$(mktemp -d) $(BIN)/pytest -p no:cacheprovider $(PARALLEL) $(NBVAL) \
 		$(NOTEBOOKS)
 	$(MAKE) book
 	$(BIN)/pytest -p no:cacheprovider tests/test_html.py
+
+# Colab's older environment: ipywidgets 7 and the oldest numpy and matplotlib that
+# pyproject.toml allows, installed from the package index into a fresh virtual environment,
+# where the widget tests and chapter 03 run (tests/test_colab.py; minutes, so not in `test`).
+test-colab: $(STAMP)
+	$(BIN)/pytest -p no:cacheprovider tests/test_colab.py
 
 # On a GPU: the same notebooks, checking only the device-independent cells.
 test-gpu: $(STAMP)
