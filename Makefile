@@ -44,6 +44,10 @@ test: $(STAMP)
 		$(NOTEBOOKS)
 	$(MAKE) book
 	$(BIN)/pytest -p no:cacheprovider tests/test_html.py
+	@if [ -z "$$CI" ] && [ -z "$$SEQLIB_CHROMIUM" ] && ! command -v chromium >/dev/null \
+		&& ! command -v chromium-browser >/dev/null; then \
+		echo "SKIPPED make pdf: no Chromium (apt-get install chromium, or set SEQLIB_CHROMIUM)"; \
+	else $(MAKE) pdf; fi
 
 # Colab's older environment: ipywidgets 7 and the oldest numpy and matplotlib that
 # pyproject.toml allows, installed from the package index into a fresh virtual environment,
