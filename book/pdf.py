@@ -57,7 +57,9 @@ PRINT_CSS = """
   .keep-whole { break-inside: avoid !important; }
   /* The theme lays out a cell as a flex column, which Chromium may break above its first
      line, leaving an empty frame at the foot of a sheet. */
-  .bd-content div.cell_input { display: block !important; }
+  .bd-content div.cell_input, details.sd-dropdown { display: block !important; }
+  /* A hidden cell prints open; its "Show/Hide code cell" summary is a button. */
+  div.cell > details.hide > summary { display: none !important; }
   img { max-width: 100% !important; height: auto !important; break-inside: avoid; }
   figure, .cell_output img, tr { break-inside: avoid; }
   /* Wide tables (the coverage page) fit the sheet: cells wrap, code in them too. */
@@ -101,7 +103,8 @@ async () => {
   await document.fonts.ready;
   // A cell or output shorter than a third of a sheet is kept whole; a longer one breaks
   // across sheets rather than leave most of a sheet blank.
-  for (const block of document.querySelectorAll("main .cell_input, main .cell_output > div")) {
+  const blocks = "main .cell_input, main .cell_output > div, main details, main .admonition";
+  for (const block of document.querySelectorAll(blocks)) {
     if (block.getBoundingClientRect().height < 300) { block.classList.add("keep-whole"); }
   }
   return {broken, untypeset, errors, images: imgs.length, maths: maths.length};
