@@ -107,13 +107,24 @@ def stop(process: subprocess.Popen) -> None:
 
 @pytest.fixture
 def lab(tmp_path):
-    """(base URL, token) of a JupyterLab serving the repository; stopped afterwards."""
+    """(base URL, token) of a JupyterLab serving a copy of the chapter; stopped afterwards."""
     try:
         import jupyterlab  # noqa: F401
     except ImportError:
         unavailable("jupyterlab is not installed (the book extra)")
     port, token = free_port(), secrets.token_hex(16)
+    # JupyterLab serves a copy of the chapter, with autosave off: the committed notebook and
+    # its folder stay as they are (no new outputs, no checkpoints).
+    root = tmp_path / "root"
+    (root / NOTEBOOK).parent.mkdir(parents=True)
+    shutil.copy(REPO / NOTEBOOK, root / NOTEBOOK)
+    settings = tmp_path / "settings" / "@jupyterlab" / "docmanager-extension"
+    settings.mkdir(parents=True)
+    (settings / "plugin.jupyterlab-settings").write_text(json.dumps({"autosave": False}))
     env = dict(os.environ)
+    # The kernel runs in the copy's folder: seqlib comes from the environment, or from the
+    # checkout when that is where it is found.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(REPO)]))
     for var, sub in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_RUNTIME_DIR", "runtime"),
                      ("JUPYTERLAB_SETTINGS_DIR", "settings"),
                      ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("IPYTHONDIR", "ipython")):
@@ -121,14 +132,14 @@ def lab(tmp_path):
     command = [
         sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.ip={LOCAL_HOST}",
         f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={REPO}",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers and CI run as root
         command.append("--allow-root")
     log = (tmp_path / "lab.log").open("w")
     process = subprocess.Popen(
-        command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://{LOCAL_HOST}:{port}"
     try:
         deadline = time.monotonic() + SERVER_START_S
