@@ -23,11 +23,10 @@ import re
 import struct
 import unicodedata
 
+import pypdf
+import pypdfium2 as pdfium
 import pytest
 import yaml
-
-pypdf = pytest.importorskip("pypdf", reason="the test extra installs pypdf")
-pdfium = pytest.importorskip("pypdfium2", reason="the test extra installs pypdfium2")
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PDF = pathlib.Path(os.environ.get("SEQLIB_PDF", REPO / "_build" / "pdf" / "book.pdf")).resolve()
