@@ -12,7 +12,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 JOBS ?= 2
 PARALLEL := -n $(JOBS) --dist loadfile
 
-.PHONY: setup book test test-gpu execute lab bench clean
+.PHONY: setup book pdf test test-colab test-gpu execute lab bench clean
 
 setup: $(STAMP)
 
@@ -27,13 +27,33 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo "The book is in _build/html: open _build/html/index.html in a browser."
 
+# The printable book: the single-page build, typeset by MathJax and printed by headless
+# Chromium (book/pdf.py), then checked (tests/test_pdf.py).
+pdf: $(STAMP)
+	rm -rf _build/singlehtml _build/pdf
+	$(BIN)/jupyter-book build . --builder singlehtml -W -n --keep-going
+	$(BIN)/python book/pdf.py --html _build/singlehtml --out _build/pdf/book.pdf
+	$(BIN)/pytest -p no:cacheprovider tests/test_pdf.py
+	@echo "The printable book is _build/pdf/book.pdf."
+
 test: $(STAMP)
 	$(BIN)/ruff check seqlib tests benchmarks
-	$(BIN)/pytest -p no:cacheprovider -n $(JOBS) tests --ignore=tests/test_html.py
+	$(BIN)/pytest -p no:cacheprovider -n $(JOBS) tests --ignore=tests/test_html.py \
+		--ignore=tests/test_pdf.py --ignore=tests/test_colab.py
 	SEQLIB_MODEL_CACHE=$$(mktemp -d) $(BIN)/pytest -p no:cacheprovider $(PARALLEL) $(NBVAL) \
 		$(NOTEBOOKS)
 	$(MAKE) book
 	$(BIN)/pytest -p no:cacheprovider tests/test_html.py
+	@if [ -z "$$CI" ] && [ -z "$$SEQLIB_CHROMIUM" ] && ! command -v chromium >/dev/null \
+		&& ! command -v chromium-browser >/dev/null; then \
+		echo "SKIPPED make pdf: no Chromium (apt-get install chromium, or set SEQLIB_CHROMIUM)"; \
+	else $(MAKE) pdf; fi
+
+# Colab's older environment: ipywidgets 7 and the oldest numpy and matplotlib that
+# pyproject.toml allows, installed from the package index into a fresh virtual environment,
+# where the widget tests and chapter 03 run (tests/test_colab.py; minutes, so not in `test`).
+test-colab: $(STAMP)
+	$(BIN)/pytest -p no:cacheprovider tests/test_colab.py
 
 # On a GPU: the same notebooks, checking only the device-independent cells.
 test-gpu: $(STAMP)

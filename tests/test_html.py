@@ -10,6 +10,12 @@ Every page of the book (the root page and each chapter of ``_toc.yml``) must:
 - show every figure of its content as a loaded image;
 - typeset every equation: MathJax output for each math element, no MathJax error, and no
   raw TeX delimiters (``$$``, ``\\(``, ``\\[``) left in the visible text.
+- open on a click what it hides: every ``{dropdown}`` of its source (an exercise's
+  solution) and every code cell tagged ``hide-cell``, ``hide-input`` or ``hide-output`` is
+  on the page, hidden, and shows its content once its summary is clicked.
+
+On the exercises page, every link leads to a page of the build and to an element of that
+page, and each exercise of the chapters has its link, to its own heading.
 
 Build the book first (``make book``); the test reads ``_build/html`` or the folder named by
 ``SEQLIB_HTML_DIR``. It drives a system Chromium through Playwright: ``SEQLIB_CHROMIUM``
@@ -19,6 +25,8 @@ skipped, except under CI (the ``CI`` environment variable set), where it fails.
 
 import functools
 import http.server
+import importlib.util
+import json
 import os
 import pathlib
 import re
@@ -39,7 +47,9 @@ except ImportError:  # the test then skips, or fails under CI
 REPO = pathlib.Path(__file__).resolve().parents[1]
 HTML_DIR = pathlib.Path(os.environ.get("SEQLIB_HTML_DIR", REPO / "_build" / "html")).resolve()
 # The book's sources sit two levels above its HTML output (<book>/_build/html).
-TOC_FILE = HTML_DIR.parents[1] / "_toc.yml"
+SOURCE_DIR = HTML_DIR.parents[1]
+TOC_FILE = SOURCE_DIR / "_toc.yml"
+EXERCISES_PAGE = "book/exercises.html"
 
 # JavaScript errors tolerated on every page, as (substring of the message, why).
 # Keep this empty: add an entry only for an error that does not affect the reader, and
@@ -58,6 +68,7 @@ CHROMIUM_ARGS = [
 LOCAL_HOST = "127.0.0.1"
 TIMEOUT_MS = 30_000
 MATHJAX_TIMEOUT_MS = 15_000
+OPEN_TIMEOUT_MS = 5_000  # for a clicked summary to show its content
 MISSING_BUILD = "<no built book>"
 
 
@@ -229,6 +240,76 @@ def allowed(message: str) -> bool:
     return any(substring in message for substring, _why in ALLOWED_JS_ERRORS)
 
 
+# Cell tags with which myst-nb hides a cell's source, output or both behind a summary.
+HIDE_TAGS = {"hide-cell", "hide-input", "hide-output"}
+DROPDOWN = re.compile(r"^\s*(?::{3,}|`{3,})\s*\{dropdown\}", re.M)
+
+
+def source_of(page_path: str) -> pathlib.Path | None:
+    """The .ipynb or .md source of a built page, None when there is none."""
+    stem = SOURCE_DIR / pathlib.PurePosixPath(page_path).with_suffix("")
+    for path in (stem.with_suffix(".ipynb"), stem.with_suffix(".md")):
+        if path.is_file():
+            return path
+    return None
+
+
+def hidden_in_source(path: pathlib.Path) -> tuple[int, int]:
+    """(dropdowns, hidden code cells) that the page built from `path` must show on a click."""
+    if path.suffix == ".md":
+        return len(DROPDOWN.findall(path.read_text(encoding="utf8"))), 0
+    cells = json.loads(path.read_text(encoding="utf8"))["cells"]
+    dropdowns = sum(len(DROPDOWN.findall("".join(c["source"])))
+                    for c in cells if c["cell_type"] == "markdown")
+    hidden = sum(1 for c in cells if c["cell_type"] == "code"
+                 and HIDE_TAGS & set(c.get("metadata", {}).get("tags", [])))
+    return dropdowns, hidden
+
+
+# The content that a <details> shows once open: all its children but the summary.
+DETAILS_CONTENT = ":scope > :not(summary)"
+
+
+def check_opens(details, what: str) -> list[str]:
+    """Click a closed <details>' summary; what is wrong if its content does not show."""
+    content = details.locator(DETAILS_CONTENT)
+    if not content.count():
+        return [f"{what} has nothing to show"]
+    if details.evaluate("d => d.open") or content.first.is_visible():
+        return [f"{what} is open before a click"]
+    details.locator(":scope > summary").click()
+    try:
+        content.first.wait_for(state="visible", timeout=OPEN_TIMEOUT_MS)
+    except PlaywrightTimeout:
+        return [f"{what} does not show its content when its summary is clicked"]
+    if not content.first.inner_text().strip():
+        return [f"{what} shows empty content when opened"]
+    return []
+
+
+def check_hidden_elements(page, page_path: str) -> list[str]:
+    """Every dropdown and hidden cell of the page's source is on the page and opens."""
+    source = source_of(page_path)
+    if source is None:
+        return [f"no source (.ipynb or .md) for {page_path} in {SOURCE_DIR}"]
+    want_dropdowns, want_hidden = hidden_in_source(source)
+    dropdowns = page.locator("main details.sd-dropdown")
+    hidden = page.locator("main div.cell > details.hide")
+    problems = []
+    if dropdowns.count() != want_dropdowns:
+        problems.append(f"{dropdowns.count()} dropdowns on the page, {want_dropdowns} in "
+                        f"{source.name}")
+    if hidden.count() != want_hidden:
+        problems.append(f"{hidden.count()} hidden cells on the page, {want_hidden} code cells "
+                        f"tagged {sorted(HIDE_TAGS)} in {source.name}")
+    for i in range(dropdowns.count()):
+        title = dropdowns.nth(i).locator(":scope > summary").inner_text().strip()
+        problems += check_opens(dropdowns.nth(i), f"dropdown {i + 1} ({title!r})")
+    for i in range(hidden.count()):
+        problems += check_opens(hidden.nth(i), f"hidden cell {i + 1}")
+    return problems
+
+
 @pytest.mark.parametrize("page_path", PAGES or [MISSING_BUILD])
 def test_page(page_path, server, browser):
     """The page loads offline, without JS errors, with its figures and typeset equations."""
@@ -295,6 +376,9 @@ def test_page(page_path, server, browser):
         if residue:
             problems.append(f"progress bars shown frame by frame: {residue}")
 
+        # Last, as it changes the page: what opens on a click.
+        problems += check_hidden_elements(page, page_path)
+
         page.wait_for_load_state("networkidle")
         if foreign:
             problems.append(f"requests leaving {LOCAL_HOST} (the book must be offline): {foreign}")
@@ -304,5 +388,88 @@ def test_page(page_path, server, browser):
         if errors:
             problems.append(f"JavaScript errors: {errors}")
         assert not problems, f"{page_path}:\n- " + "\n- ".join(problems)
+    finally:
+        context.close()
+
+
+def chapter_exercises() -> list[tuple[str, str]]:
+    """(label, number) of every exercise of the chapters, read by book/exercises.py."""
+    script = SOURCE_DIR / "book" / "exercises.py"
+    if not script.is_file():
+        pytest.fail(f"{script} not found: it lists the chapters' exercises")
+    spec = importlib.util.spec_from_file_location("exercises_page", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return [(label, number) for path in module.notebooks()
+            for label, number, _kind, _title in module.exercises(path)]
+
+
+# Every link of the content, as the browser resolves it, with its text.
+LINKS_JS = """
+() => Array.from(document.querySelectorAll("main article a[href]:not(.headerlink)"),
+                 (a) => ({href: a.href, text: a.textContent.trim()}))
+"""
+
+# For an id of the page: whether it exists, and the heading of the section it opens.
+TARGET_JS = """
+(id) => {
+  const el = document.getElementById(id);
+  if (!el) { return null; }
+  const section = el.closest("section");
+  const heading = section && section.querySelector(":scope > h1, :scope > h2, :scope > h3, "
+                                                   + ":scope > h4");
+  return heading ? heading.textContent : "";
+}
+"""
+
+
+def test_exercise_links_resolve(server, browser):
+    """Every link of the exercises page leads to a page of the build and an element of it;
+    each exercise has its link, which opens at its own heading."""
+    if not (HTML_DIR / EXERCISES_PAGE).is_file():
+        pytest.fail(f"{EXERCISES_PAGE} is missing from {HTML_DIR}")
+    exercises = chapter_exercises()
+    context = browser.new_context()
+    # Only the HTML documents: their ids are all this test reads.
+    context.route("**/*", lambda route: route.continue_()
+                  if route.request.resource_type == "document"
+                  and urllib.parse.urlsplit(route.request.url).hostname == LOCAL_HOST
+                  else route.abort())
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(f"{server}/{EXERCISES_PAGE}", wait_until="domcontentloaded")
+        links = page.evaluate(LINKS_JS)
+        problems, by_page = [], {}
+        for link in links:
+            url = urllib.parse.urlsplit(link["href"])
+            if url.hostname != LOCAL_HOST:
+                problems.append(f"link {link['text']!r} leaves the book: {link['href']}")
+                continue
+            by_page.setdefault(url.path, []).append((url.fragment, link["text"]))
+        headings = {}  # label -> heading of the section it opens
+        for path, targets in by_page.items():
+            response = page.goto(f"{server}{path}", wait_until="domcontentloaded")
+            if response is None or response.status != 200:
+                status = response.status if response is not None else "no response"
+                problems.append(f"{path}: HTTP {status}")
+                continue
+            for fragment, text in targets:
+                if not fragment:
+                    continue
+                heading = page.evaluate(TARGET_JS, urllib.parse.unquote(fragment))
+                if heading is None:
+                    problems.append(f"link {text!r}: {path} has no element #{fragment}")
+                else:
+                    headings[fragment] = (text, heading)
+        for label, number in exercises:
+            if label not in headings:
+                problems.append(f"exercise {number} (#{label}) has no working link")
+                continue
+            text, heading = headings[label]
+            if text != number or not heading.startswith(f"Exercise {number} "):
+                problems.append(f"the link to #{label} reads {text!r} and opens at "
+                                f"{heading!r}, expected {number!r} and 'Exercise {number} ...'")
+        assert not problems, f"{EXERCISES_PAGE}:\n- " + "\n- ".join(problems)
     finally:
         context.close()
