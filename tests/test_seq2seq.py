@@ -314,5 +314,6 @@ def test_clear_errors():
         model(src, src_mask.long(), tgt_in)
     with pytest.raises(TypeError, match="integer token ids"):
         model(src.float(), src_mask, tgt_in)
-    with pytest.raises(ValueError, match=r"of one size, got hidden_size=\d+ and 2 \* encoder_size="):
+    with pytest.raises(ValueError,
+                       match=r"of one size, got hidden_size=\d+ and 2 \* encoder_size="):
         AttentionSeq2Seq(V_SRC, V_TGT, E, M, score="inner")

@@ -40,12 +40,23 @@ def expect_close(name: str, got, expected: torch.Tensor, *, atol: float = 1e-5,
                             f"{got[where].item():.6g}, expected {expected[where].item():.6g})")
 
 
+def run_attempt(attempt, *args, what: str, **kwargs):
+    """attempt(*args, **kwargs) without gradients; an error it raises becomes an ExerciseError
+    that names `what` and the error."""
+    try:
+        with torch.no_grad():
+            return attempt(*args, **kwargs)
+    except Exception as error:
+        raise ExerciseError(f"{what}: your function raised {type(error).__name__}: "
+                            f"{error}") from error
+
+
 def passed(what: str) -> None:
     """Report a successful check."""
     print(f"correct: {what}")
 
 
-__all__ = ["ExerciseError", "expect", "expect_close", "passed"]
+__all__ = ["ExerciseError", "expect", "expect_close", "passed", "run_attempt"]
 
 # The checkers, one module per page (imported after the helpers they use).
 from seqlib.exercises.attention import check_additive_attention  # noqa: E402

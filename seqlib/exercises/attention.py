@@ -4,7 +4,7 @@ additive score of Bahdanau et al., with a padding mask."""
 import torch
 
 from seqlib.attention import Attention
-from seqlib.exercises import ExerciseError, expect, expect_close, passed
+from seqlib.exercises import ExerciseError, expect, expect_close, passed, run_attempt
 
 # distinct sizes, so that a transposed or misplaced dimension shows in a shape
 B, T_OUT, T_IN, M_Q, M_K, M_TILDE, M_V = 2, 3, 5, 4, 6, 7, 8
@@ -39,12 +39,7 @@ def _reference(inputs: dict, mask) -> tuple:
 def _call(attempt, inputs: dict, mask, what: str) -> tuple:
     """Run the attempt on copies of the inputs; check it returns (u, alpha) tensors."""
     args = [inputs[k].clone() for k in ("queries", "keys", "values", "W_sa", "W_sb", "w_s")]
-    try:
-        with torch.no_grad():
-            out = attempt(*args, mask=None if mask is None else mask.clone())
-    except Exception as error:
-        raise ExerciseError(f"{what}: your function raised {type(error).__name__}: "
-                            f"{error}") from error
+    out = run_attempt(attempt, *args, what=what, mask=None if mask is None else mask.clone())
     expect(isinstance(out, tuple) and len(out) == 2,
            f"{what}: return the pair (u, alpha), outputs and weights; got "
            f"{type(out).__name__}")

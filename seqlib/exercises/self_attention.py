@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from seqlib.exercises import ExerciseError, expect, expect_close, passed
+from seqlib.exercises import ExerciseError, expect, expect_close, passed, run_attempt
 from seqlib.self_attention import MultiHeadAttention
 
 # distinct sizes (m H != p, m != m_v), so that a confused size shows
@@ -77,12 +77,7 @@ MISTAKES = [
 
 def _call(attempt, inputs: dict, causal: bool, what: str) -> tuple:
     args = [inputs[k].clone() for k in ("x", "W_q", "W_k", "W_v", "W_c")]
-    try:
-        with torch.no_grad():
-            out = attempt(*args, H, causal=causal)
-    except Exception as error:
-        raise ExerciseError(f"{what}: your function raised {type(error).__name__}: "
-                            f"{error}") from error
+    out = run_attempt(attempt, *args, H, what=what, causal=causal)
     expect(isinstance(out, tuple) and len(out) == 2,
            f"{what}: return the pair (u, alpha): outputs (B, T, p) and weights (B, H, T, T); "
            f"got {type(out).__name__}")
