@@ -32,6 +32,8 @@ import yaml
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 LOCAL_HOST = "127.0.0.1"
 TIMEOUT_MS = 300_000  # one page holds the whole book: typesetting it takes a while
+# Flags for a headless run on a machine without a display or network (the browser tests
+# use them too).
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -133,19 +135,32 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def find_chromium() -> str:
-    """Path of the Chromium binary: $SEQLIB_CHROMIUM, else chromium on the PATH."""
+def chromium_path() -> str | None:
+    """Path of the Chromium binary: $SEQLIB_CHROMIUM, else chromium on the PATH, else None.
+    The browser tests use it too. Raises ValueError when SEQLIB_CHROMIUM is not executable."""
     named = os.environ.get("SEQLIB_CHROMIUM")
     if named:
         if not os.access(named, os.X_OK):
-            raise SystemExit(f"SEQLIB_CHROMIUM={named!r} is not an executable file")
+            raise ValueError(f"SEQLIB_CHROMIUM={named!r} is not an executable file")
         return named
     for name in ("chromium", "chromium-browser"):
         found = shutil.which(name)
         if found:
             return found
-    raise SystemExit("no Chromium found to print the book: install it (`apt-get install "
-                     "chromium` on Debian/Ubuntu) or set SEQLIB_CHROMIUM to a Chromium binary")
+    return None
+
+
+def find_chromium() -> str:
+    """chromium_path(), or an exit with what to do when there is none."""
+    try:
+        found = chromium_path()
+    except ValueError as error:
+        raise SystemExit(str(error)) from None
+    if found is None:
+        raise SystemExit("no Chromium found to print the book: install it (`apt-get install "
+                         "chromium` on Debian/Ubuntu) or set SEQLIB_CHROMIUM to a Chromium "
+                         "binary")
+    return found
 
 
 def root_page(html_dir: pathlib.Path) -> str:

@@ -30,7 +30,6 @@ import json
 import os
 import pathlib
 import re
-import shutil
 import threading
 import urllib.parse
 
@@ -56,15 +55,12 @@ EXERCISES_PAGE = "book/exercises.html"
 # say why it cannot be fixed in the book's configuration.
 ALLOWED_JS_ERRORS: list[tuple[str, str]] = []
 
-# Flags for a headless run on a machine without a display or network.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+# The printed book's script holds what every browser test shares: Chromium's flags for a
+# headless run without a display or network, and where to find Chromium.
+_spec = importlib.util.spec_from_file_location("book_pdf", REPO / "book" / "pdf.py")
+book_pdf = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(book_pdf)
+CHROMIUM_ARGS = book_pdf.CHROMIUM_ARGS
 LOCAL_HOST = "127.0.0.1"
 TIMEOUT_MS = 30_000
 MATHJAX_TIMEOUT_MS = 15_000
@@ -116,16 +112,10 @@ def require_build() -> None:
 
 def find_chromium() -> str | None:
     """Path of the Chromium binary: $SEQLIB_CHROMIUM, else chromium on the PATH."""
-    named = os.environ.get("SEQLIB_CHROMIUM")
-    if named:
-        if not os.access(named, os.X_OK):
-            pytest.fail(f"SEQLIB_CHROMIUM={named!r} is not an executable file")
-        return named
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
+    try:
+        return book_pdf.chromium_path()
+    except ValueError as error:
+        pytest.fail(str(error))
 
 
 def no_browser(reason: str) -> None:

@@ -12,6 +12,7 @@ It needs JupyterLab (the book extra) and Chromium (`SEQLIB_CHROMIUM`, else `chro
 the PATH); without them it is skipped, except under CI (the `CI` variable set).
 """
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -44,8 +45,10 @@ SERVER_START_S = 90
 LAB_LOAD_MS = 90_000  # JupyterLab's scripts, the notebook and a kernel
 CELL_MS = 180_000  # one cell: the set-up imports torch and seqlib
 REDRAW_MS = 60_000
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+_spec = importlib.util.spec_from_file_location("book_pdf", REPO / "book" / "pdf.py")
+book_pdf = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(book_pdf)
+CHROMIUM_ARGS = book_pdf.CHROMIUM_ARGS  # the flags every browser test shares
 
 
 def unavailable(reason: str) -> None:
@@ -57,15 +60,13 @@ def unavailable(reason: str) -> None:
 
 
 def chromium() -> str:
-    named = os.environ.get("SEQLIB_CHROMIUM")
-    if named:
-        if not os.access(named, os.X_OK):
-            pytest.fail(f"SEQLIB_CHROMIUM={named!r} is not an executable file")
-        return named
-    for name in ("chromium", "chromium-browser"):
-        if shutil.which(name):
-            return shutil.which(name)
-    unavailable("no Chromium binary found")
+    try:
+        found = book_pdf.chromium_path()
+    except ValueError as error:
+        pytest.fail(str(error))
+    if found is None:
+        unavailable("no Chromium binary found")
+    return found
 
 
 def cells_to_run() -> tuple[list[int], int]:
