@@ -77,3 +77,6 @@ __all__ += ["check_additive_attention", "check_analogy", "check_greedy_decoding"
             "check_masked_mean", "check_bidirectional", "check_bpe_encoder",
             "check_bpe_learner", "check_pre_norm_block", "check_rms_norm",
             "check_min_p_filter", "check_sequence_log_prob", "check_window_features"]
+from seqlib.exercises.length import check_stateful_reverse  # noqa: E402
+
+__all__ += ["check_stateful_reverse"]
