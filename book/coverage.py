@@ -31,6 +31,7 @@ TITLES = {
     "17_subword_tokens": "Subword tokens",
     "18_attention_score_functions": "Attention score functions",
     "19_fixed_window_language_models": "Fixed-window language models",
+    "20_length_generalisation": "Length generalisation",
 }
 
 

@@ -56,7 +56,7 @@ def passed(what: str) -> None:
     print(f"correct: {what}")
 
 
-__all__ = ["ExerciseError", "expect", "expect_close", "passed", "run_attempt"]
+__all__ = ["ExerciseError", "expect", "expect_close", "passed"]
 
 # The checkers, one module per page (imported after the helpers they use).
 from seqlib.exercises.attention import check_additive_attention  # noqa: E402
@@ -67,6 +67,7 @@ from seqlib.exercises.encoder_decoder import check_greedy_decoding  # noqa: E402
 from seqlib.exercises.forecasting import check_companion, check_feed_back  # noqa: E402
 from seqlib.exercises.gated import check_peephole_lstm, check_pytorch_gru  # noqa: E402
 from seqlib.exercises.language_models import check_top_p  # noqa: E402
+from seqlib.exercises.length import check_stateful_reverse  # noqa: E402
 from seqlib.exercises.recurrent import (  # noqa: E402
     check_rnn_forward,
     check_sequence_loss,
@@ -85,9 +86,10 @@ from seqlib.exercises.window import check_window_features  # noqa: E402
 __all__ += ["check_additive_attention", "check_grid_attention", "check_beam_step",
             "check_fit_temperature", "check_analogy", "check_greedy_decoding",
             "check_companion", "check_feed_back", "check_peephole_lstm",
-            "check_pytorch_gru", "check_top_p", "check_rnn_forward",
-            "check_sequence_loss", "check_truncated_bptt", "check_additive_scores",
-            "check_multi_head_attention", "check_bidirectional_ends",
-            "check_masked_mean", "check_bidirectional", "check_bpe_encoder",
-            "check_bpe_learner", "check_pre_norm_block", "check_rms_norm",
-            "check_min_p_filter", "check_sequence_log_prob", "check_window_features"]
+            "check_pytorch_gru", "check_top_p", "check_stateful_reverse",
+            "check_rnn_forward", "check_sequence_loss", "check_truncated_bptt",
+            "check_additive_scores", "check_multi_head_attention",
+            "check_bidirectional_ends", "check_masked_mean", "check_bidirectional",
+            "check_bpe_encoder", "check_bpe_learner", "check_pre_norm_block",
+            "check_rms_norm", "check_min_p_filter", "check_sequence_log_prob",
+            "check_window_features"]

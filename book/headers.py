@@ -1,0 +1,78 @@
+"""Write the box at the top of every page: which part of Chapter 7 it follows (its section,
+with links to the equations and figures whose home it is), what it needs and how long it
+takes, from book/chapters.yml and book/coverage.yml.
+
+The box is the page's second cell, a Markdown cell that opens with HEADER. Run
+`python book/headers.py` (or `make execute`, which runs it) after changing either data
+file; tests/test_headers.py fails while a page and the data disagree.
+"""
+
+import json
+import pathlib
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+HEADER = ":::{admonition} Before you start"
+
+
+def load() -> tuple[dict, dict]:
+    chapters = yaml.safe_load((ROOT / "book" / "chapters.yml").read_text())
+    coverage = yaml.safe_load((ROOT / "book" / "coverage.yml").read_text())
+    return chapters, coverage
+
+
+def _minutes(seconds: float) -> str:
+    if seconds < 60:
+        return "under a minute"
+    return f"about {round(seconds / 30) / 2:g} minutes"
+
+
+def render(page: str, chapters: dict, coverage: dict) -> str:
+    """The box of `page` (a notebook's stem) as MyST Markdown."""
+    entry = chapters[page]
+    equations = [k for k, e in coverage["equations"].items() if e["home"] == page]
+    figures = [k for k, f in coverage["figures"].items() if f["home"] == page]
+    if "section" in entry:
+        homes = [f"[({k})](eq-{k.replace('.', '-')})" for k in equations]
+        homes += [f"[Fig. {k}](fig-{k.replace('.', '-')})" for k in figures]
+        chapter = f"**Chapter 7:** Section {entry['section']}"
+        chapter += (f"; the home of {', '.join(homes)}." if homes else
+                    "; no equation or figure of the chapter has its home here.")
+    else:
+        chapter = (f"**Beyond Chapter 7**, which touches the topic in "
+                   f"{coverage['beyond'][page]['chapter']}.")
+    needs = "; ".join(entry["needs"]) if entry["needs"] else "nothing beyond the book's package"
+    seconds = entry.get("seconds")
+    if seconds is None:
+        raise ValueError(f"book/chapters.yml: {page} has no measured `seconds`")
+    time = (f"**Time:** {_minutes(seconds)} on a 2-core laptop CPU ({seconds:g} s measured "
+            f"with `make execute`, the pages in order sharing one model cache")
+    time += (f"; {entry['alone']:g} s run alone with an empty cache)." if "alone" in entry
+             else ").")
+    return "\n".join([HEADER, ":class: note", "", chapter, "", f"**Needs:** {needs}.", "", time,
+                      "", "Every equation, figure and number of the chapter has its home listed "
+                      "on the {doc}`coverage page </book/coverage>`.", ":::"])
+
+
+def notebooks() -> list:
+    return sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def write(path: pathlib.Path, header: str) -> None:
+    nb = json.loads(path.read_text())
+    cell = {"cell_type": "markdown", "id": "before-you-start", "metadata": {},
+            "source": header.splitlines(keepends=True)}
+    second = "".join(nb["cells"][1]["source"])
+    if second.startswith(HEADER):
+        nb["cells"][1] = {**nb["cells"][1], "source": cell["source"]}
+    else:
+        nb["cells"].insert(1, cell)
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+if __name__ == "__main__":
+    chapters, coverage = load()
+    for path in notebooks():
+        write(path, render(path.stem, chapters, coverage))
+    print(f"wrote the box at the top of {len(notebooks())} pages")

@@ -1,0 +1,115 @@
+"""Length generalisation (beyond the chapter): reverse a sequence of random symbols.
+
+A task sequence is [x_1, ..., x_n, SEP, x_n, ..., x_1]: n symbols drawn uniformly from
+0, ..., symbols - 1, the separator (id `symbols`), then the symbols in reverse order. A
+language model (seqlib.lm.RecurrentLM or seqlib.transformer.TransformerLM) reads it as a
+token stream, tensors (batch, time); it is trained on the n answer tokens only and
+evaluated by greedy decoding, at lengths n it was trained on and at longer ones.
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqlib.lm import lr_factor
+from seqlib.rnn import positive_int
+from seqlib.training import cached, train
+
+FIT_KEYS = ("lengths", "batch_size", "steps", "lr", "warmup", "symbols", "seed")
+
+
+def _check_generator(generator) -> torch.Generator:
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    return generator
+
+
+def reversal_batch(n: int, batch_size: int, symbols: int,
+                   generator: torch.Generator) -> torch.Tensor:
+    """`batch_size` task sequences of n symbols each: ids (batch_size, 2 n + 1), the
+    symbols, the separator (id `symbols`) and the symbols reversed, drawn on the CPU."""
+    for name, value in [("n", n), ("batch_size", batch_size), ("symbols", symbols)]:
+        positive_int(name, value)
+    if symbols < 2:
+        raise ValueError(f"symbols must be at least 2, got {symbols}")
+    x = torch.randint(symbols, (batch_size, n), generator=_check_generator(generator))
+    sep = torch.full((batch_size, 1), symbols)
+    return torch.cat([x, sep, x.flip(1)], dim=1)  # (B, 2n + 1)
+
+
+def reversal_loss(model: nn.Module, batch: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of the n answer tokens of `batch` (B, 2 n + 1), each predicted from
+    the tokens before it (the logits after the separator and after each answer token but
+    the last)."""
+    n = (batch.shape[1] - 1) // 2
+    logits, _ = model(batch[:, :-1])  # (B, 2n, V)
+    return F.cross_entropy(logits[:, n:].reshape(-1, logits.shape[-1]),  # (B n, V)
+                           batch[:, n + 1:].reshape(-1))
+
+
+def _check_config(config) -> dict:
+    if not isinstance(config, dict) or any(key not in config for key in FIT_KEYS):
+        raise ValueError(f"config must be a dict with the keys {FIT_KEYS}, got {config!r}")
+    lengths = config["lengths"]
+    if not (isinstance(lengths, tuple) and len(lengths) == 2 and 1 <= lengths[0] <= lengths[1]):
+        raise ValueError(f"config['lengths'] must be a pair (shortest, longest), 1 <= "
+                         f"shortest <= longest, got {lengths!r}")
+    return config
+
+
+def fit(model: nn.Module, config: dict, *, progress: bool = False) -> dict:
+    """Train `model` for config["steps"] batches of config["batch_size"] task sequences,
+    each batch of one length n drawn uniformly from config["lengths"] (shortest, longest),
+    all from a generator seeded with config["seed"]: AdamW at peak rate config["lr"] with the
+    warm-up and cosine schedule seqlib.lm.lr_factor, gradients clipped at norm 1."""
+    config = _check_config(config)
+    gen = torch.Generator().manual_seed(config["seed"])
+    low, high = config["lengths"]
+
+    def batch(step):
+        n = int(torch.randint(low, high + 1, (), generator=gen))
+        return reversal_batch(n, config["batch_size"], config["symbols"], gen)
+
+    steps, warmup = config["steps"], config["warmup"]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"])
+    return train(model, reversal_loss, batch, steps=steps, optimizer=optimizer,
+                 clip=1.0, schedule=lambda step: lr_factor(step, warmup, steps),
+                 progress=progress, desc="reverse")
+
+
+def trained(name: str, model: nn.Module, config: dict) -> dict:
+    """`fit(model, config)` through seqlib.training.cached (trained once, then loaded);
+    returns the history. A module-level function, so runs can train in worker processes."""
+    return cached(name, model, lambda: fit(model, config), sorted(config.items()))
+
+
+@torch.no_grad()
+def greedy_reverse(model: nn.Module, x: torch.Tensor, symbols: int) -> torch.Tensor:
+    """The model's answer (B, n) to the symbols x (B, n): after [x, SEP], each step appends
+    the most likely next token, n times (the length of the answer is given)."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or x.dtype != torch.long:
+        raise ValueError(f"x must be a long tensor (batch, n), got "
+                         f"{getattr(x, 'shape', type(x).__name__)}")
+    B, n = x.shape
+    ids = torch.cat([x, torch.full((B, 1), symbols)], dim=1)  # (B, n + 1)
+    for _ in range(n):
+        logits, _ = model(ids)  # (B, t, V)
+        ids = torch.cat([ids, logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+    return ids[:, n + 1:]  # (B, n)
+
+
+def accuracy_by_length(model: nn.Module, lengths, count: int, symbols: int,
+                       seed: int = 0) -> dict:
+    """{n: (token accuracy, sequence accuracy)} of greedy_reverse over `count` fresh task
+    sequences of each length n (a generator seeded with seed + n): the fraction of answer
+    tokens right, and the fraction of answers right in full."""
+    positive_int("count", count)
+    was_training = model.training
+    model.eval()
+    result = {}
+    for n in lengths:
+        batch = reversal_batch(n, count, symbols, torch.Generator().manual_seed(seed + n))
+        right = greedy_reverse(model, batch[:, :n], symbols) == batch[:, n + 1:]  # (B, n)
+        result[n] = (right.float().mean().item(), right.all(1).float().mean().item())
+    model.train(was_training)
+    return result
