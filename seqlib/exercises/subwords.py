@@ -3,7 +3,7 @@
 from collections import Counter
 from itertools import pairwise
 
-from seqlib.bpe import BPE, learn_merges
+from seqlib.bpe import BPE, _merge, learn_merges
 from seqlib.exercises import ExerciseError, expect, passed
 
 # Small corpora that tell learners' mistakes apart: the course's example (ties at the first
@@ -44,18 +44,6 @@ def check_bpe_encoder(encode_word) -> None:
            f"{sum(len(c) for c in CORPORA) + 3 * len(WORDS)} words")
 
 
-def _merge(symbols: list, a: str, b: str) -> list:
-    merged, i = [], 0
-    while i < len(symbols):
-        if symbols[i:i + 2] == [a, b]:
-            merged.append(a + b)
-            i += 2
-        else:
-            merged.append(symbols[i])
-            i += 1
-    return merged
-
-
 def check_bpe_learner(learn) -> None:
     """`learn(word_counts, n)`: the first n merges (pairs) of BPE on a Counter of words,
     without an end-of-word marker. The checker replays the merges: each must be a most
@@ -86,5 +74,5 @@ def check_bpe_learner(learn) -> None:
                         f"{counts[a, b]} times at that point, but {best} is seen {top} times "
                         "(every neighbouring pair of every word, times the word's count, "
                         "in the words as the earlier merges left them)")
-                symbols = {word: _merge(s, a, b) for word, s in symbols.items()}
+                symbols = {word: _merge(s, (a, b)) for word, s in symbols.items()}
     passed("every merge of learn is a most frequent pair, on 3 corpora")
