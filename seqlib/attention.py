@@ -189,13 +189,23 @@ class Attention(nn.Module):
             self.w_s = _uniform(a)
         self.attention_size = a if score in ("concat", "additive") else None
 
-    def scores(self, queries: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """s(z_q^<t>, z_k^<tau>) for every pair: queries (B, T_out, m_q), keys (B, T_in, m_k)
-        -> scores (B, T_out, T_in)."""
-        if self.score == "inner":
-            return queries @ keys.transpose(1, 2) / math.sqrt(self.key_size)
+    def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        """The part of the score that reads the keys alone: W_s z_k ("general"), W_sb z_k
+        ("additive"), the keys themselves otherwise; (B, T_in, m_k) -> (B, T_in, .). A
+        decoder attends to the same keys at every step: it projects them once per sentence."""
         if self.score == "general":
-            return queries @ (keys @ self.W_s.T).transpose(1, 2)  # z_q^T (W_s z_k)
+            return keys @ self.W_s.T
+        return keys @ self.W_sb.T if self.score == "additive" else keys
+
+    def scores(self, queries: torch.Tensor, keys: torch.Tensor, *,
+               projected: torch.Tensor | None = None) -> torch.Tensor:
+        """s(z_q^<t>, z_k^<tau>) for every pair: queries (B, T_out, m_q), keys (B, T_in, m_k)
+        -> scores (B, T_out, T_in); `projected` is `project_keys(keys)` when computed before."""
+        z_k = self.project_keys(keys) if projected is None else projected
+        if self.score == "inner":
+            return queries @ z_k.transpose(1, 2) / math.sqrt(self.key_size)
+        if self.score == "general":
+            return queries @ z_k.transpose(1, 2)  # z_q^T (W_s z_k)
         if self.score == "concat":
             T_q, T_k = queries.shape[1], keys.shape[1]
             pairs = torch.cat([queries[:, :, None].expand(-1, -1, T_k, -1),  # (B, T_q, T_k, m_q)
@@ -203,19 +213,25 @@ class Attention(nn.Module):
                               dim=-1)  # [z_q; z_k] for every pair: (B, T_q, T_k, m_q + m_k)
             return torch.tanh(pairs @ self.W.T) @ self.w_s  # W~_s = W: (B, T_q, T_k)
         a_q = (queries @ self.W_sa.T)[:, :, None]  # W_sa z_q: (B, T_q, 1, a)
-        a_k = (keys @ self.W_sb.T)[:, None]  # W_sb z_k: (B, 1, T_k, a)
+        a_k = z_k[:, None]  # W_sb z_k: (B, 1, T_k, a)
         return torch.tanh(a_q + a_k) @ self.w_s  # (B, T_q, T_k)
 
     def forward(self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, *,
-                mask: torch.Tensor | None = None, causal: bool = False):
-        """Outputs u (B, T_out, m_v), (7.21), and weights alpha (B, T_out, T_in), (7.20)."""
+                mask: torch.Tensor | None = None, causal: bool = False,
+                projected: torch.Tensor | None = None):
+        """Outputs u (B, T_out, m_v), (7.21), and weights alpha (B, T_out, T_in), (7.20);
+        `projected`: `project_keys(keys)`, when the caller computed it before."""
         _check_tensor("queries", queries, self.query_size)
         _check_tensor("keys", keys, self.key_size)
         _check_tensor("values", values)
         if queries.shape[0] != keys.shape[0]:
             raise ValueError(f"queries and keys have batch sizes {queries.shape[0]} and "
                              f"{keys.shape[0]}, expected equal")
-        return attend(self.scores(queries, keys), values, mask=mask, causal=causal)
+        if projected is not None and projected.shape[:2] != keys.shape[:2]:
+            raise ValueError(f"projected keys have shape {tuple(projected.shape)}, expected "
+                             f"project_keys(keys), of batch and time {tuple(keys.shape[:2])}")
+        return attend(self.scores(queries, keys, projected=projected), values, mask=mask,
+                      causal=causal)
 
     def extra_repr(self) -> str:
         return (f"query_size={self.query_size}, key_size={self.key_size}, "

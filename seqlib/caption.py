@@ -160,13 +160,14 @@ class ShowAttendTell(Captioner):
         return self.grid(src, src_mask).flatten(1, 2) + self.positions  # (B, h w, d)
 
     def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
-        """Decoding state: (s^<0>, c^<0>), the keys/values v, no mask (every location is
-        real)."""
+        """Decoding state: (s^<0>, c^<0>), the keys/values v and their projection W_sb v,
+        no mask (every location is real)."""
         v = self.annotations(src, src_mask)  # (B, T_in, d)
-        return {"hidden": self.initial_state(v.mean(1)), "keys": v, "mask": None,
+        return {"hidden": self.initial_state(v.mean(1)), "keys": v,
+                "projected": self.decoder.attention.project_keys(v), "mask": None,
                 "weights": None}
 
-    step = AttentionSeq2Seq.step
+    recur, step = AttentionSeq2Seq.recur, AttentionSeq2Seq.step
     forward = AttentionSeq2Seq.forward
 
 

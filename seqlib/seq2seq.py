@@ -306,28 +306,38 @@ class AttentionSeq2Seq(nn.Module):
         self.decoder.output = nn.Linear(reads, tgt_vocab_size)
 
     def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
-        """Decoding state: s^<0>, the keys/values v (B, T_in, 2 n), the source mask, and the
-        attention weights of the last step (None before the first)."""
+        """Decoding state: s^<0>, the keys/values v (B, T_in, 2 n), their projection for the
+        score (`Attention.project_keys`), the source mask, and the attention weights of the
+        last step (None before the first)."""
         v, _ = self.encoder(src, src_mask)  # (B, T_in, 2 n)
         h_r1 = v[:, 0, self.encoder_size:]  # (B, n): h_r^<1>, the reverse state at tau = 1
         s0 = torch.tanh(self.decoder.initial(h_r1))[None]  # (1, B, m)
         lstm = self.decoder.recurrent.state_count == 2
         hidden = (s0, torch.zeros_like(s0)) if lstm else (s0,)  # c^<0> = 0 for the LSTM
-        return {"hidden": hidden, "keys": v, "mask": src_mask, "weights": None}
+        return {"hidden": hidden, "keys": v, "projected": self.decoder.attention.project_keys(v),
+                "mask": src_mask, "weights": None}
 
-    def step(self, tokens: torch.Tensor, state: dict):
-        """One decoder step (7.22): the previous tokens (N,) -> logits (N, V) of the next,
-        state (whose "weights" (N, T_in) are this step's attention weights alpha^<t>)."""
+    def recur(self, tokens: torch.Tensor, state: dict):
+        """One decoder step (7.22) up to its output layer: the previous tokens (N,) ->
+        what the output layer reads, s^<t> (N, m) (or [s^<t>; u^<t>; e^<t-1>] with a deep
+        output), and the state (whose "weights" (N, T_in) are this step's alpha^<t>)."""
         check_ids(tokens, name="tokens", dim=1, vocab_size=self.tgt_vocab_size)
         dec, v = self.decoder, state["keys"]
         e = dec.embedding(tokens)  # (N, E): the previous token y^<t-1>
         s_prev = state["hidden"][0][-1]  # (N, m): the query z_q^<t> = s^<t-1>
-        u, alpha = dec.attention(s_prev[:, None], v, v, mask=state["mask"])  # (N, 1, 2n)
+        u, alpha = dec.attention(s_prev[:, None], v, v, mask=state["mask"],
+                                 projected=state["projected"])  # (N, 1, 2n)
         u, alpha = u[:, 0], alpha[:, 0]  # u^<t> (N, 2 n), alpha^<t> (N, T_in)
         s, hidden = dec.recurrent.recur(torch.cat([e, u], -1)[:, None], state["hidden"])
         s = s[:, 0]  # (N, m): s^<t> = f_decoder(s^<t-1>, y^<t-1>, u^<t>)
-        logits = dec.output(torch.cat([s, u, e], dim=-1) if self.deep_output else s)  # (N, V)
-        return logits, {**state, "hidden": hidden, "weights": alpha}
+        read = torch.cat([s, u, e], dim=-1) if self.deep_output else s
+        return read, {**state, "hidden": hidden, "weights": alpha}
+
+    def step(self, tokens: torch.Tensor, state: dict):
+        """One decoder step (7.22): the previous tokens (N,) -> logits (N, V) of the next,
+        and the state of `recur`."""
+        read, state = self.recur(tokens, state)
+        return self.decoder.output(read), state  # (N, V)
 
     reorder = staticmethod(reorder_state)
 
@@ -338,10 +348,10 @@ class AttentionSeq2Seq(nn.Module):
         if tgt_in.shape[0] != src.shape[0] or tgt_in.shape[1] == 0:
             raise ValueError(f"tgt_in has shape {tuple(tgt_in.shape)}, expected "
                              f"({src.shape[0]}, T >= 1) for a source batch of {src.shape[0]}")
-        state, logits, weights = self.start(src, src_mask), [], []
+        state, reads, weights = self.start(src, src_mask), [], []
         for y_prev in tgt_in.unbind(1):  # the query z_q^<t> = s^<t-1>: one step at a time,
-            step_logits, state = self.step(y_prev, state)  # reading y^<t-1> for y_hat^<t-1>
-            logits.append(step_logits)
+            read, state = self.recur(y_prev, state)  # reading y^<t-1> for y_hat^<t-1>
+            reads.append(read)
             weights.append(state["weights"])
-        logits = torch.stack(logits, dim=1)  # (B, T_out, V)
+        logits = self.decoder.output(torch.stack(reads, dim=1))  # all steps at once: (B, T_out, V)
         return (logits, torch.stack(weights, dim=1)) if return_attention else logits

@@ -226,3 +226,17 @@ def test_score_parameters_have_the_chapters_shapes():
     assert concat.W.shape == (m_tilde, m_q + m_k) and concat.w_s.shape == (m_tilde,)
     assert additive.W_sa.shape == (m_tilde, m_q) and additive.W_sb.shape == (m_tilde, m_k)
     assert additive.w_s.shape == (m_tilde,)
+
+
+@pytest.mark.parametrize("score", SCORES)
+def test_keys_projected_once_give_the_same_scores_and_outputs(score):
+    """A decoder projects its keys once per sentence (`project_keys`); attending with them
+    is the same computation as projecting inside every call."""
+    q, k, v = tensors()
+    att = module(score)
+    projected = att.project_keys(k)
+    assert torch.equal(att.scores(q, k, projected=projected), att.scores(q, k))
+    for a, b in zip(att(q, k, v, projected=projected), att(q, k, v), strict=True):
+        assert torch.equal(a, b)
+    with pytest.raises(ValueError, match=r"projected keys have shape \(2, 4, .*\(2, 5\)"):
+        att(q, k, v, projected=projected[:, :4])
