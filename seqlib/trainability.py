@@ -52,8 +52,11 @@ def fit_recorded(model: nn.Module, train_ids: torch.Tensor, val_ids: torch.Tenso
     """seqlib.lm.fit (AdamW, lr_factor's warm-up and cosine decay, clipping at norm 1) that
     also records, every config["record_every"] steps (and after the last), the validation
     loss on val_ids (no state carried: the transformer's view) in "val_step"/"val_loss",
-    and after every step each block's gradient norm before clipping, "block_grad_norm"."""
+    and after every step each block's gradient norm before clipping, "block_grad_norm".
+    It first seeds torch's generator with config.get("seed", 0), so that dropout draws the
+    same masks wherever the run trains (a worker process may train several runs in turn)."""
     config = _check_config(config)
+    torch.manual_seed(config.get("seed", 0))
     every = config["record_every"]
     _check_stream(val_ids, config["batch_size"], config["context"], name="val_ids")
     steps, warmup = config["steps"], config["warmup"]

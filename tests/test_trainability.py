@@ -67,3 +67,16 @@ def test_recorded_together_saves_then_loads(monkeypatch, tmp_path):
     assert again == first["pre"]
     for a, b in zip(fresh.parameters(), runs["pre"][0].parameters(), strict=True):
         assert torch.equal(a, b)
+
+
+def test_a_dropout_run_does_not_depend_on_the_generator_it_finds():
+    train_ids, val_ids = stream(), stream(120, seed=1)
+    losses = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)  # what an earlier run in the same process left behind
+        losses.append(trainability.fit_recorded(model(dropout=0.2), train_ids, val_ids, CONFIG,
+                                                progress=False)["loss"])
+    assert losses[0] == losses[1]
+    other = trainability.fit_recorded(model(dropout=0.2), train_ids, val_ids,
+                                      CONFIG | dict(seed=5), progress=False)["loss"]
+    assert other != losses[0]
