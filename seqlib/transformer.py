@@ -85,12 +85,12 @@ def block_steps(block) -> list:
     block, its LayerNorm before it in the pre-norm one). 4 for a block, 6 for a decoder
     block."""
     steps = []
-    plus = " + residual" if getattr(block, "residual", True) else ""
+    skip = getattr(block, "residual", True)  # False: no residual connection to name
     for name, module, norm in block.sublayers():
         if block.norm_first:
-            steps += [("LayerNorm", norm), (f"{name}{plus}", module)]
+            steps += [("LayerNorm", norm), (f"{name} + residual" if skip else name, module)]
         else:
-            steps += [(name, module), (f"{plus[3:]} + LayerNorm" if plus else "LayerNorm", norm)]
+            steps += [(name, module), ("residual + LayerNorm" if skip else "LayerNorm", norm)]
     return steps
 
 
