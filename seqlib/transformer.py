@@ -68,12 +68,14 @@ class FeedForward(nn.Module):
 
 
 def residual(x: torch.Tensor, sublayer, norm: LayerNorm, dropout: nn.Module,
-             norm_first: bool) -> torch.Tensor:
+             norm_first: bool, skip: bool = True) -> torch.Tensor:
     """One sublayer with its residual connection and LayerNorm: LayerNorm(x + sublayer(x))
-    as in (7.31) (post-norm), or x + sublayer(LayerNorm(x)) with norm_first (pre-norm)."""
+    as in (7.31) (post-norm), or x + sublayer(LayerNorm(x)) with norm_first (pre-norm).
+    skip=False drops the residual connection (the term x), for experiments only."""
+    kept = x if skip else 0
     if norm_first:
-        return x + dropout(sublayer(norm(x)))
-    return norm(x + dropout(sublayer(x)))
+        return kept + dropout(sublayer(norm(x)))
+    return norm(kept + dropout(sublayer(x)))
 
 
 def block_steps(block) -> list:
@@ -83,11 +85,12 @@ def block_steps(block) -> list:
     block, its LayerNorm before it in the pre-norm one). 4 for a block, 6 for a decoder
     block."""
     steps = []
+    skip = getattr(block, "residual", True)  # False: no residual connection to name
     for name, module, norm in block.sublayers():
         if block.norm_first:
-            steps += [("LayerNorm", norm), (f"{name} + residual", module)]
+            steps += [("LayerNorm", norm), (f"{name} + residual" if skip else name, module)]
         else:
-            steps += [(name, module), ("residual + LayerNorm", norm)]
+            steps += [(name, module), ("residual + LayerNorm" if skip else "LayerNorm", norm)]
     return steps
 
 
@@ -104,17 +107,18 @@ class TransformerBlock(nn.Module):
     (7.32). `norm_first=True` gives the pre-norm variant (a_in + MultiHead(LayerNorm(a_in)),
     ...; beyond the chapter) that trains more easily in deep stacks; `bias=True` adds
     torch's attention biases. Dropout, when asked for, acts where
-    torch.nn.TransformerEncoderLayer's does. `sublayers()` and `steps()` list what forward
-    runs, in order.
+    torch.nn.TransformerEncoderLayer's does. `residual=False` drops both residual
+    connections (a_in and u_[2] are no longer added; for experiments on trainability).
+    `sublayers()` and `steps()` list what forward runs, in order.
 
     forward(x (B, T, p), *, mask=None (B, T), causal=False, cache=None) -> (B, T, p).
     """
 
     def __init__(self, p: int, heads: int, m: int | None = None, m_v: int | None = None,
                  n1: int | None = None, *, dropout: float = 0.0, norm_first: bool = False,
-                 bias: bool = False):
+                 bias: bool = False, residual: bool = True):
         super().__init__()
-        self.norm_first = norm_first
+        self.norm_first, self.residual = norm_first, residual
         self.attention = MultiHeadAttention(p, heads, m, m_v, bias=bias)
         self.norm1 = LayerNorm(p)
         self.feed_forward = FeedForward(p, 4 * p if n1 is None else n1, dropout)
@@ -133,8 +137,10 @@ class TransformerBlock(nn.Module):
         def attend(z):
             return self.attention(z, mask=mask, causal=causal, cache=cache)[0]
 
-        x = residual(x, attend, self.norm1, self.dropout1, self.norm_first)  # u_[2]
-        return residual(x, self.feed_forward, self.norm2, self.dropout2, self.norm_first)
+        x = residual(x, attend, self.norm1, self.dropout1, self.norm_first,
+                     self.residual)  # u_[2]
+        return residual(x, self.feed_forward, self.norm2, self.dropout2, self.norm_first,
+                        self.residual)
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> "TransformerBlock":
@@ -379,6 +385,8 @@ class TransformerLM(nn.Module):
     a learned table of positions (`positional="learned"`) or sinusoidal positions (7.29),
     `num_layers` blocks (7.31) with causal self-attention (7.27), a final LayerNorm
     (pre-norm, the default, as GPT-2 and nanoGPT) and an output layer over the vocabulary.
+    `norm_first=False` gives the chapter's post-norm blocks (7.31) and no final LayerNorm;
+    `residual=False` blocks without their residual connections (for experiments).
 
     forward(ids (B, T), state=None) returns the logits (B, T, V) of the next token after
     each position and None: unlike a recurrent model, nothing is carried from one chunk to
@@ -392,15 +400,18 @@ class TransformerLM(nn.Module):
 
     def __init__(self, vocab_size: int, p: int, heads: int, n1: int, num_layers: int, *,
                  max_len: int, m: int | None = None, m_v: int | None = None,
-                 dropout: float = 0.0, norm_first: bool = True, positional: str = "learned"):
+                 dropout: float = 0.0, norm_first: bool = True, positional: str = "learned",
+                 residual: bool = True):
         super().__init__()
         self.vocab_size, self.max_len = positive_int("vocab_size", vocab_size), max_len
+        self.norm_first, self.residual = norm_first, residual
         self.tgt_vocab_size, self.kv_cache = vocab_size, True
         self.embedding = nn.Embedding(vocab_size, p)
         self.positions = PositionalEmbedding(max_len, p, kind=positional)
         self.dropout = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            TransformerBlock(p, heads, m, m_v, n1, dropout=dropout, norm_first=norm_first)
+            TransformerBlock(p, heads, m, m_v, n1, dropout=dropout, norm_first=norm_first,
+                             residual=residual)
             for _ in range(positive_int("num_layers", num_layers)))
         self.norm = LayerNorm(p) if norm_first else nn.Identity()
         self.output = nn.Linear(p, vocab_size)

@@ -201,6 +201,56 @@ def test_steps_are_what_forward_runs_in_order(decoder, norm_first):
                             else "multi-head self-attention")
 
 
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_pre_norm_block_equals_torch_norm_first_layer_with_copied_weights(batch_first):
+    """x + MultiHead(LayerNorm(x)), then + FeedForward(LayerNorm(.)): our pre-norm block, its
+    weights copied one by one (not through from_torch), against torch's norm_first layer."""
+    torch.manual_seed(0)
+    ref = randomize_(nn.TransformerEncoderLayer(8, 2, 12, dropout=0.0, norm_first=True,
+                                                batch_first=batch_first).double()).eval()
+    ours = TransformerBlock(8, 2, n1=12, norm_first=True, bias=True).double()
+    W_q, W_k, W_v = ref.self_attn.in_proj_weight.chunk(3)
+    b_q, b_k, b_v = ref.self_attn.in_proj_bias.chunk(3)
+    a = ours.attention
+    with torch.no_grad():
+        for mine, theirs in [(a.W_q, W_q), (a.W_k, W_k), (a.W_v, W_v), (a.b_q, b_q),
+                             (a.b_k, b_k), (a.b_v, b_v), (a.W_c, ref.self_attn.out_proj.weight),
+                             (a.b_c, ref.self_attn.out_proj.bias)]:
+            mine.copy_(theirs.reshape(mine.shape))
+    ours.feed_forward.linear1.load_state_dict(ref.linear1.state_dict())
+    ours.feed_forward.linear2.load_state_dict(ref.linear2.state_dict())
+    for mine, theirs in [(ours.norm1, ref.norm1), (ours.norm2, ref.norm2)]:
+        mine.load_state_dict({"gamma": theirs.weight, "beta": theirs.bias})
+    x, mask = randn(3, 5, 8), padding([5, 2, 4], 5)
+    out_ref = ref(x if batch_first else x.transpose(0, 1), src_key_padding_mask=~mask)
+    torch.testing.assert_close(ours(x, mask=mask),
+                               out_ref if batch_first else out_ref.transpose(0, 1), **TOL)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_block_without_residual_connections(norm_first):
+    torch.manual_seed(0)
+    block = randomize_(TransformerBlock(8, 2, n1=12, norm_first=norm_first, residual=False))
+    with_residual = TransformerBlock(8, 2, n1=12, norm_first=norm_first)
+    with_residual.load_state_dict(block.state_dict())  # the same parameters
+    x = torch.randn(2, 5, 8)
+    attend = lambda z: block.attention(z, causal=True)[0]  # noqa: E731
+    if norm_first:  # FeedForward(LN~(MultiHead(LN(x)))): nothing of x is added back
+        expected = block.feed_forward(block.norm2(attend(block.norm1(x))))
+    else:  # (7.31) without the term a_in, and the second step without u_[2]
+        expected = block.norm2(block.feed_forward(block.norm1(attend(x))))
+    torch.testing.assert_close(block(x, causal=True), expected)
+    assert not torch.allclose(with_residual(x, causal=True), expected)
+    names = [name for name, _ in block.steps()]
+    assert not any("residual" in name for name in names) and len(names) == 4
+    lm_model = TransformerLM(11, 8, 2, 12, 3, max_len=6, residual=False, norm_first=norm_first)
+    assert all(not b.residual and b.norm_first == norm_first for b in lm_model.blocks)
+    assert isinstance(lm_model.norm, LayerNorm if norm_first else nn.Identity)
+    default = TransformerLM(11, 8, 2, 12, 3, max_len=6)  # the default: pre-norm, residuals
+    assert all(b.residual and b.norm_first for b in default.blocks)
+    assert TransformerBlock(8, 2).residual and not TransformerBlock(8, 2).norm_first
+
+
 def test_pad_to_length_the_chapters_toy():
     ids, mask = pad_to_length([[5, 6, 7, 8, 3], [9, 10, 11, 12, 13, 14, 3]], 9)
     assert ids.tolist() == [[5, 6, 7, 8, 3, 0, 0, 0, 0], [9, 10, 11, 12, 13, 14, 3, 0, 0]]

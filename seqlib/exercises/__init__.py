@@ -78,6 +78,7 @@ from seqlib.exercises.self_attention import check_multi_head_attention  # noqa: 
 from seqlib.exercises.sentiment import check_bidirectional_ends, check_masked_mean  # noqa: E402
 from seqlib.exercises.stacking import check_bidirectional  # noqa: E402
 from seqlib.exercises.subwords import check_bpe_encoder, check_bpe_learner  # noqa: E402
+from seqlib.exercises.trainability import check_masked_batch_norm  # noqa: E402
 from seqlib.exercises.transformer import check_pre_norm_block, check_rms_norm  # noqa: E402
 from seqlib.exercises.transformer_lm import check_min_p_filter  # noqa: E402
 from seqlib.exercises.translation import check_sequence_log_prob  # noqa: E402
@@ -93,3 +94,4 @@ __all__ += ["check_additive_attention", "check_grid_attention", "check_beam_step
             "check_bpe_encoder", "check_bpe_learner", "check_pre_norm_block",
             "check_rms_norm", "check_min_p_filter", "check_sequence_log_prob",
             "check_window_features"]
+__all__ += ["check_masked_batch_norm"]

@@ -1,0 +1,82 @@
+"""seqlib.trainability: the gradient norm of each block, and the recorded, cached training
+run (validation loss, per-block norms before clipping) against seqlib.lm.fit."""
+
+import pytest
+import torch
+
+from seqlib import lm, trainability
+from seqlib.transformer import TransformerLM
+from seqlib.utils import seed_everything
+
+V = 11
+CONFIG = dict(batch_size=4, context=8, steps=12, lr=3e-3, warmup=3, record_every=5)
+
+
+def model(**kw):
+    seed_everything(0)
+    return TransformerLM(V, 8, 2, 16, 3, max_len=8, **kw)
+
+
+def stream(n=400, seed=0):
+    return torch.randint(4, V, (n,), generator=torch.Generator().manual_seed(seed))
+
+
+def test_block_grad_norms_by_hand_and_at_init():
+    m = model()
+    ids = stream()[:36].view(4, 9)  # (B, T + 1)
+    norms = trainability.init_grad_norms(m, ids)
+    assert all(p.grad is None for p in m.parameters())  # cleared again
+    logits, _ = m(ids[:, :-1])
+    torch.nn.functional.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten()).backward()
+    for norm, block in zip(norms, m.blocks, strict=True):
+        by_hand = torch.cat([p.grad.flatten() for p in block.parameters()]).norm()
+        assert norm == pytest.approx(float(by_hand), rel=1e-6) and norm > 0
+    assert trainability.block_grad_norms(m) == pytest.approx(norms, rel=1e-6)
+    with pytest.raises(TypeError, match="model must have `blocks`"):
+        trainability.block_grad_norms(torch.nn.Linear(2, 2))
+
+
+def test_fit_recorded_is_fit_plus_its_records():
+    train_ids, val_ids = stream(), stream(120, seed=1)
+    plain, recorded = model(norm_first=False), model(norm_first=False)
+    history = lm.fit(plain, train_ids, CONFIG, progress=False)
+    rich = trainability.fit_recorded(recorded, train_ids, val_ids, CONFIG, progress=False)
+    assert rich["loss"] == history["loss"]  # the same run: evaluation draws no randomness
+    assert rich["val_step"] == [5, 10, 12] and len(rich["val_loss"]) == 3
+    assert rich["val_loss"][-1] == pytest.approx(
+        lm.evaluate(recorded, val_ids, 4, 8, carry_state=False))
+    norms = torch.tensor(rich["block_grad_norm"])  # (steps, blocks), before clipping
+    assert norms.shape == (12, 3)
+    total = torch.tensor(rich["grad_norm"])  # every parameter, before clipping
+    assert (norms.pow(2).sum(1) <= total.pow(2) * (1 + 1e-5)).all()
+    assert (total > 1).any()  # some steps were clipped, and their norms rescaled
+    with pytest.raises(ValueError, match="val_ids has 2"):
+        trainability.fit_recorded(model(), train_ids, val_ids[:3], CONFIG, progress=False)
+
+
+def test_recorded_together_saves_then_loads(monkeypatch, tmp_path):
+    monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
+    train_ids, val_ids = stream(), stream(120, seed=1)
+    runs = {"pre": (model(), train_ids, val_ids, CONFIG),
+            "no-residual": (model(residual=False), train_ids, val_ids, CONFIG)}
+    first = trainability.recorded_together(runs)
+    assert len(list(tmp_path.glob("*.pt"))) == 2
+    fresh = model()
+    monkeypatch.setattr(trainability, "fit_recorded", None)  # a second run must not train
+    again = trainability.recorded("pre", fresh, train_ids, val_ids, CONFIG)
+    assert again == first["pre"]
+    for a, b in zip(fresh.parameters(), runs["pre"][0].parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_a_dropout_run_does_not_depend_on_the_generator_it_finds():
+    train_ids, val_ids = stream(), stream(120, seed=1)
+    losses = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)  # what an earlier run in the same process left behind
+        losses.append(trainability.fit_recorded(model(dropout=0.2), train_ids, val_ids, CONFIG,
+                                                progress=False)["loss"])
+    assert losses[0] == losses[1]
+    other = trainability.fit_recorded(model(dropout=0.2), train_ids, val_ids,
+                                      CONFIG | dict(seed=5), progress=False)["loss"]
+    assert other != losses[0]
