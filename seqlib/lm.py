@@ -29,7 +29,7 @@ from seqlib.gated import GRU, LSTM
 from seqlib.rnn import RNN, positive_int
 from seqlib.seq2seq import check_source
 from seqlib.text import SPECIALS, Vocab, check_ids
-from seqlib.training import cache_path, cached, run_in_processes, train
+from seqlib.training import cache_path, cached, own_randomness, run_in_processes, train
 from seqlib.utils import seed_everything
 
 UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
@@ -376,14 +376,17 @@ def fit(model: nn.Module, train_ids: torch.Tensor, config: dict, *, desc: str = 
     """Train `model` for config["steps"] chunks of `train_ids` (contiguous_batches of
     config["batch_size"] x config["context"]) with the state carried (carried_state_loss):
     `adamw` at peak rate config["lr"] with the schedule lr_factor(step, config["warmup"],
-    config["steps"]), gradients clipped at norm 1. Returns seqlib.train's history."""
+    config["steps"]), gradients clipped at norm 1, on random numbers (dropout) of its own,
+    from config.get("seed", 0) (seqlib.training.own_randomness). Returns seqlib.train's
+    history."""
     optimizer = adamw(model, config)
     steps, warmup = config["steps"], config["warmup"]
     device = next(model.parameters()).device
     batches = contiguous_batches(train_ids.to(device), config["batch_size"], config["context"])
-    return train(model, carried_state_loss(), batches, steps=steps, optimizer=optimizer,
-                 clip=1.0, schedule=lambda step: lr_factor(step, warmup, steps),
-                 progress=progress, desc=desc)
+    with own_randomness(config.get("seed", 0), device):
+        return train(model, carried_state_loss(), batches, steps=steps, optimizer=optimizer,
+                     clip=1.0, schedule=lambda step: lr_factor(step, warmup, steps),
+                     progress=progress, desc=desc)
 
 
 def _cache_key(model: nn.Module, train_ids: torch.Tensor, config: dict) -> tuple:

@@ -21,7 +21,7 @@ from seqlib.lm import (
     evaluate,
     lr_factor,
 )
-from seqlib.training import cache_path, cached, run_in_processes, train
+from seqlib.training import cache_path, cached, own_randomness, run_in_processes, train
 
 
 def block_grad_norms(model: nn.Module) -> list[float]:
@@ -53,10 +53,9 @@ def fit_recorded(model: nn.Module, train_ids: torch.Tensor, val_ids: torch.Tenso
     also records, every config["record_every"] steps (and after the last), the validation
     loss on val_ids (no state carried: the transformer's view) in "val_step"/"val_loss",
     and after every step each block's gradient norm before clipping, "block_grad_norm".
-    It first seeds torch's generator with config.get("seed", 0), so that dropout draws the
-    same masks wherever the run trains (a worker process may train several runs in turn)."""
+    Like lm.fit it trains on random numbers of its own, from config.get("seed", 0)
+    (seqlib.training.own_randomness)."""
     config = _check_config(config)
-    torch.manual_seed(config.get("seed", 0))
     every = config["record_every"]
     _check_stream(val_ids, config["batch_size"], config["context"], name="val_ids")
     steps, warmup = config["steps"], config["warmup"]
@@ -72,10 +71,11 @@ def fit_recorded(model: nn.Module, train_ids: torch.Tensor, val_ids: torch.Tenso
             recorded["val_loss"].append(evaluate(model, val_ids, config["batch_size"],
                                                  config["context"], carry_state=False))
 
-    history = train(model, carried_state_loss(), batches, steps=steps,
-                    optimizer=adamw(model, config), clip=1.0,
-                    schedule=lambda step: lr_factor(step, warmup, steps),
-                    on_step=on_step, progress=progress, desc=desc)
+    with own_randomness(config.get("seed", 0), device):
+        history = train(model, carried_state_loss(), batches, steps=steps,
+                        optimizer=adamw(model, config), clip=1.0,
+                        schedule=lambda step: lr_factor(step, warmup, steps),
+                        on_step=on_step, progress=progress, desc=desc)
     return history | recorded
 
 

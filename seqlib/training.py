@@ -3,6 +3,7 @@ function), with the learning-rate schedule of each step and hooks to resume from
 checkpoint; and `cached`, which saves what a training run produced so that an identical run
 loads it. The function `train` is also `seqlib.train`."""
 
+import contextlib
 import hashlib
 import multiprocessing
 import os
@@ -182,6 +183,19 @@ def run_in_processes(calls: list, processes: int | None = None) -> None:
                 for function, args in calls]
         for job in jobs:
             job.result()  # raises what a worker raised
+
+
+@contextlib.contextmanager
+def own_randomness(seed: int, device: torch.device):
+    """Run a training run on random numbers of its own: inside, torch's generators (the
+    CPU's, and `device`'s if it is a GPU) start from `seed`; after, they are as before. So
+    dropout draws the same masks wherever the run trains (here, or in a worker process that
+    trained another run first), and what the caller draws next does not depend on whether
+    the run trained or came from the cache."""
+    device = torch.device(device)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        yield
 
 
 def save_atomic(obj, path) -> None:

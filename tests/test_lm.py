@@ -459,3 +459,23 @@ def test_evaluate_a_transformer_language_model(B, T):
     result = lm.evaluate(model, ids, B, T)
     assert result == pytest.approx(manual_chunked_loss(model, ids, B, T), rel=1e-12)
     assert result == pytest.approx(lm.evaluate(model, ids, B, T, carry_state=False), rel=1e-12)
+
+
+def test_fit_draws_its_dropout_from_its_own_seed_and_leaves_the_callers_generator():
+    """A run with dropout trains the same whatever generator state it finds (as in a worker
+    process that trained another run first), and the caller's state is as before."""
+    from seqlib.transformer import TransformerLM
+    ids = torch.randint(0, 12, (400,), generator=torch.Generator().manual_seed(0))
+    config = dict(steps=3, batch_size=2, context=8, lr=1e-2, warmup=0)
+
+    def run(config, found_seed):
+        torch.manual_seed(0)
+        model = TransformerLM(12, p=16, heads=2, n1=32, num_layers=1, max_len=8, dropout=0.3)
+        torch.manual_seed(found_seed)
+        before = torch.get_rng_state()
+        loss = lm.fit(model, ids, config, progress=False)["loss"]
+        assert torch.equal(torch.get_rng_state(), before)
+        return loss
+
+    assert run(config, 1) == run(config, 2)
+    assert run(config | dict(seed=5), 1) != run(config, 1)
