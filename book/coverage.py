@@ -32,6 +32,7 @@ TITLES = {
     "18_attention_score_functions": "Attention score functions",
     "19_fixed_window_language_models": "Fixed-window language models",
     "20_length_generalisation": "Length generalisation",
+    "22_pretraining_and_fine_tuning": "Pretraining and fine-tuning",
 }
 
 

@@ -50,7 +50,7 @@ INIT_STD = 0.1  # the biLM's word vectors start small, so what pretraining write
 # "frozen_lr" for the frozen regime, which trains only a head).
 BOOK_PROFILE = {
     "bilm": dict(p=64, num_layers=1, output_size=1000, steps=300, batch_size=64, lr=1e-2),
-    "mlm": dict(p=64, heads=2, n1=128, num_layers=2, steps=300, batch_size=64, lr=3e-3),
+    "mlm": dict(p=64, heads=2, n1=128, num_layers=2, steps=500, batch_size=64, lr=3e-3),
     "fit": dict(steps=100, steps_all=250, batch_size=32, lr=5e-3, frozen_lr=2e-2,
                 weight_decay=0.01, evals=4),
     "sizes": [100, 300, 1000]}
