@@ -18,7 +18,7 @@ learning such vectors from unlabelled sentences:
 Transfer (seqlib.sentiment's classifiers and training): `transfer_model` puts a pretrained
 model under a classification head, frozen or to be fine-tuned, and `transferred` trains it
 through the model cache; `pretrained` and `transferred_together` train what the cache lacks
-in worker processes, two at a time. Tensors are (batch, time, features); padding (id 0)
+in worker processes (one per CPU core). Tensors are (batch, time, features); padding (id 0)
 comes last and a bool mask is True at real tokens, as seqlib.text.pad_batch makes them.
 """
 
