@@ -33,6 +33,7 @@ TITLES = {
     "19_fixed_window_language_models": "Fixed-window language models",
     "20_length_generalisation": "Length generalisation",
     "21_training_deep_transformers": "What makes a transformer trainable",
+    "22_pretraining_and_fine_tuning": "Pretraining and fine-tuning",
 }
 
 

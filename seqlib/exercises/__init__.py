@@ -68,6 +68,7 @@ from seqlib.exercises.forecasting import check_companion, check_feed_back  # noq
 from seqlib.exercises.gated import check_peephole_lstm, check_pytorch_gru  # noqa: E402
 from seqlib.exercises.language_models import check_top_p  # noqa: E402
 from seqlib.exercises.length import check_stateful_reverse  # noqa: E402
+from seqlib.exercises.pretraining import check_lm_targets  # noqa: E402
 from seqlib.exercises.recurrent import (  # noqa: E402
     check_rnn_forward,
     check_sequence_loss,
@@ -93,5 +94,4 @@ __all__ += ["check_additive_attention", "check_grid_attention", "check_beam_step
             "check_bidirectional_ends", "check_masked_mean", "check_bidirectional",
             "check_bpe_encoder", "check_bpe_learner", "check_pre_norm_block",
             "check_rms_norm", "check_min_p_filter", "check_sequence_log_prob",
-            "check_window_features"]
-__all__ += ["check_masked_batch_norm"]
+            "check_window_features", "check_lm_targets", "check_masked_batch_norm"]
