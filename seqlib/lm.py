@@ -372,13 +372,13 @@ def adamw(model: nn.Module, config: dict) -> torch.optim.AdamW:
 
 
 def fit(model: nn.Module, train_ids: torch.Tensor, config: dict, *, desc: str = "train",
-        progress: bool = True) -> dict:
+        progress: bool = True, on_step=None) -> dict:
     """Train `model` for config["steps"] chunks of `train_ids` (contiguous_batches of
     config["batch_size"] x config["context"]) with the state carried (carried_state_loss):
     `adamw` at peak rate config["lr"] with the schedule lr_factor(step, config["warmup"],
     config["steps"]), gradients clipped at norm 1, on random numbers (dropout) of its own,
-    from config.get("seed", 0) (seqlib.training.own_randomness). Returns seqlib.train's
-    history."""
+    from config.get("seed", 0) (seqlib.training.own_randomness); `on_step(step, history)`,
+    if given, runs after every step. Returns seqlib.train's history."""
     optimizer = adamw(model, config)
     steps, warmup = config["steps"], config["warmup"]
     device = next(model.parameters()).device
@@ -386,7 +386,7 @@ def fit(model: nn.Module, train_ids: torch.Tensor, config: dict, *, desc: str = 
     with own_randomness(config.get("seed", 0), device):
         return train(model, carried_state_loss(), batches, steps=steps, optimizer=optimizer,
                      clip=1.0, schedule=lambda step: lr_factor(step, warmup, steps),
-                     progress=progress, desc=desc)
+                     on_step=on_step, progress=progress, desc=desc)
 
 
 def _cache_key(model: nn.Module, train_ids: torch.Tensor, config: dict) -> tuple:

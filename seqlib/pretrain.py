@@ -36,7 +36,7 @@ from seqlib.gated import LSTM
 from seqlib.rnn import positive_int
 from seqlib.seq2seq import check_source, freeze
 from seqlib.text import SPECIALS, pad_batch
-from seqlib.training import cache_path, cached, run_in_processes, train
+from seqlib.training import cache_path, cached, own_randomness, run_in_processes, train
 from seqlib.translate import batch_indices
 
 IGNORE = -100  # the target of a position that is not predicted (F.cross_entropy's default)
@@ -252,10 +252,6 @@ def sentence_batches(ids: list, batch_size: int, generator: torch.Generator):
         yield pad_batch([ids[i] for i in index])
 
 
-def _digest(*parts) -> str:
-    return hashlib.sha256(repr(parts).encode()).hexdigest()
-
-
 def pretrain(name: str, model: nn.Module, ids: list, config: dict, seed: int = 0) -> dict:
     """Train a BiLM (loss: the sum of bilm_loss's two) or a MaskedLM (mlm_loss on fresh
     mask_tokens of every batch) on the unlabelled sentences `ids` (lists of ids) for
@@ -267,7 +263,6 @@ def pretrain(name: str, model: nn.Module, ids: list, config: dict, seed: int = 0
     g = torch.Generator().manual_seed(seed)
 
     def fit():
-        torch.manual_seed(seed)
         parts = {"forward": [], "backward": []}
 
         def loss_fn(m, batch):
@@ -281,16 +276,17 @@ def pretrain(name: str, model: nn.Module, ids: list, config: dict, seed: int = 0
                             mask)
 
         optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], weight_decay=0.01)
-        history = train(model, loss_fn, sentence_batches(ids, config["batch_size"], g),
-                        steps=config["steps"], optimizer=optimizer, clip=1.0, progress=False,
-                        desc=name)
+        with own_randomness(seed, next(model.parameters()).device):
+            history = train(model, loss_fn, sentence_batches(ids, config["batch_size"], g),
+                            steps=config["steps"], optimizer=optimizer, clip=1.0,
+                            progress=False, desc=name)
         return {**history, **(parts if isinstance(model, BiLM) else {})}
 
     return cached(name, model, fit, *_pretrain_key(ids, config, seed))
 
 
 def _pretrain_key(ids, config, seed):
-    return sorted(config.items()), seed, _digest(ids)
+    return sorted(config.items()), seed, sentiment._digest(ids)
 
 
 def pretrained(runs: dict, ids: list, seed: int = 0) -> dict:
@@ -340,9 +336,9 @@ def transferred(name: str, base: nn.Module, regime: str, train_set: tuple, val_s
 def _transfer_key(base, regime, train_set, val_set, budget, seed=0) -> str:
     """What a transfer run depends on besides the model's code: data, budget, seed and the
     weights it starts from."""
-    return _digest(regime, train_set[0], train_set[1].tolist(), val_set[0],
-                   val_set[1].tolist(), sorted(budget.items()), seed,
-                   _weights_digest(base))
+    return sentiment._digest(regime, train_set[0], train_set[1].tolist(), val_set[0],
+                             val_set[1].tolist(), sorted(budget.items()), seed,
+                             _weights_digest(base))
 
 
 def _weights_digest(model: nn.Module) -> str:

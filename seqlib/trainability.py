@@ -12,16 +12,8 @@ import hashlib
 import torch
 from torch import nn
 
-from seqlib.lm import (
-    _check_config,
-    _check_stream,
-    adamw,
-    carried_state_loss,
-    contiguous_batches,
-    evaluate,
-    lr_factor,
-)
-from seqlib.training import cache_path, cached, own_randomness, run_in_processes, train
+from seqlib.lm import _check_config, _check_stream, evaluate, fit
+from seqlib.training import cache_path, cached, run_in_processes
 
 
 def block_grad_norms(model: nn.Module) -> list[float]:
@@ -49,18 +41,14 @@ def init_grad_norms(model: nn.Module, ids: torch.Tensor) -> list[float]:
 
 def fit_recorded(model: nn.Module, train_ids: torch.Tensor, val_ids: torch.Tensor,
                  config: dict, *, desc: str = "train", progress: bool = True) -> dict:
-    """seqlib.lm.fit (AdamW, lr_factor's warm-up and cosine decay, clipping at norm 1) that
-    also records, every config["record_every"] steps (and after the last), the validation
-    loss on val_ids (no state carried: the transformer's view) in "val_step"/"val_loss",
-    and after every step each block's gradient norm before clipping, "block_grad_norm".
-    Like lm.fit it trains on random numbers of its own, from config.get("seed", 0)
-    (seqlib.training.own_randomness)."""
+    """seqlib.lm.fit (AdamW, lr_factor's warm-up and cosine decay, clipping at norm 1, its own
+    random numbers) that also records, every config["record_every"] steps (and after the
+    last), the validation loss on val_ids (no state carried: the transformer's view) in
+    "val_step"/"val_loss", and after every step each block's gradient norm before clipping,
+    "block_grad_norm"."""
     config = _check_config(config)
-    every = config["record_every"]
+    every, steps = config["record_every"], config["steps"]
     _check_stream(val_ids, config["batch_size"], config["context"], name="val_ids")
-    steps, warmup = config["steps"], config["warmup"]
-    device = next(model.parameters()).device
-    batches = contiguous_batches(train_ids.to(device), config["batch_size"], config["context"])
     recorded = {"val_step": [], "val_loss": [], "block_grad_norm": []}
 
     def on_step(step, history):
@@ -71,11 +59,7 @@ def fit_recorded(model: nn.Module, train_ids: torch.Tensor, val_ids: torch.Tenso
             recorded["val_loss"].append(evaluate(model, val_ids, config["batch_size"],
                                                  config["context"], carry_state=False))
 
-    with own_randomness(config.get("seed", 0), device):
-        history = train(model, carried_state_loss(), batches, steps=steps,
-                        optimizer=adamw(model, config), clip=1.0,
-                        schedule=lambda step: lr_factor(step, warmup, steps),
-                        on_step=on_step, progress=progress, desc=desc)
+    history = fit(model, train_ids, config, desc=desc, progress=progress, on_step=on_step)
     return history | recorded
 
 
