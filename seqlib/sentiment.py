@@ -11,6 +11,8 @@ seqlib.classify.
   a few times, and the best of those checkpoints kept (early stopping; the test set is
   never looked at); `trained` runs it through seqlib.training.cached;
 - `word2vec`: Section 7.1's skip-gram vectors, trained on the training sentences only;
+- `log_odds` of a trained classifier, and `stack`, a logistic regression on the log-odds of
+  several classifiers fitted on the validation split (with NBSVM of seqlib.ngrams);
 - `cross_validate`: the whole protocol once per fold.
 """
 
@@ -32,6 +34,7 @@ from seqlib.embeddings import (
     skipgram_pairs,
     subsample,
 )
+from seqlib.ngrams import NBSVM
 from seqlib.rnn import positive_int
 from seqlib.text import check_ids, pad_batch, word_tokenize, word_vocab
 from seqlib.training import cached, train
@@ -111,16 +114,52 @@ def batches(ids: list, labels: torch.Tensor, batch_size: int, generator: torch.G
 
 
 @torch.no_grad()
-def predict(model: nn.Module, ids: list, batch_size: int = 256) -> torch.Tensor:
-    """y_hat, the class probabilities (N, q) of the id sequences `ids`, in eval mode."""
+def predict(model: nn.Module, ids: list, batch_size: int = 256, *,
+            logits: bool = False) -> torch.Tensor:
+    """y_hat, the class probabilities (N, q) of the id sequences `ids`, in eval mode (with
+    `logits`, the logits z (N, q) instead)."""
     model.eval()
     device = next(model.parameters()).device
     order = torch.tensor([len(s) for s in ids]).argsort(stable=True)  # little padding
     out = []
     for chunk in order.split(batch_size):
         x, mask = pad_batch([ids[i] for i in chunk.tolist()])
-        out.append(torch.softmax(model(x.to(device), mask.to(device)), -1).cpu())
+        z = model(x.to(device), mask.to(device))
+        out.append((z if logits else torch.softmax(z, -1)).cpu())
     return torch.cat(out)[order.argsort()]  # back to the order of ids
+
+
+def log_odds(model: nn.Module, ids: list) -> torch.Tensor:
+    """z_1 - z_0 = log(y_hat_1 / y_hat_0) (N,), float64, of a two-class model: > 0 predicts
+    positive, like the scores of seqlib.ngrams."""
+    z = predict(model, ids, logits=True).double()
+    if z.shape[1] != 2:
+        raise ValueError(f"log_odds is defined for two classes, got {z.shape[1]}")
+    return z[:, 1] - z[:, 0]
+
+
+def stack(scores: torch.Tensor, labels: torch.Tensor) -> nn.Linear:
+    """Stacking (Wolpert, 1992): the logistic regression sigma(a . s + c) that best predicts
+    the labels (N,) from the scores s (N, k) of k trained classifiers (log-odds, say), fitted
+    on held-out sentences (the validation split: none of the k saw them in training) by
+    L-BFGS in float64. Returns it as an nn.Linear(k, 1); its output > 0 predicts positive."""
+    if scores.dim() != 2 or len(scores) != len(labels):
+        raise ValueError(f"scores must be (N, k) with one row per label ({len(labels)}), got "
+                         f"{tuple(scores.shape)}")
+    combiner = nn.Linear(scores.shape[1], 1).double()
+    nn.init.zeros_(combiner.weight), nn.init.zeros_(combiner.bias)
+    optimizer = torch.optim.LBFGS(combiner.parameters(), max_iter=500,
+                                  line_search_fn="strong_wolfe")
+    y = torch.as_tensor(labels).double()
+
+    def objective():
+        optimizer.zero_grad()
+        loss = F.binary_cross_entropy_with_logits(combiner(scores.double()).squeeze(1), y)
+        loss.backward()
+        return loss
+
+    optimizer.step(objective)
+    return combiner.requires_grad_(False)
 
 
 def accuracy(model: nn.Module, ids: list, labels: torch.Tensor) -> float:
@@ -222,13 +261,23 @@ def word2vec(ids: list, vocab_size: int, dim: int, *, window: int = 3, K: int = 
     return model.vectors.clone()
 
 
+def both_scores(model: nn.Module, nbsvm: NBSVM, ids: list, sentences: list) -> torch.Tensor:
+    """(N, 2): the log-odds of a trained classifier on the id sequences `ids` and NBSVM's
+    scores of the same sentences as token lists, the inputs of `stack`."""
+    return torch.stack([log_odds(model, ids), nbsvm.decision(sentences)], 1)
+
+
 def cross_validate(pairs: list, config: dict, *, kind: str = "lstm", k: int = 10,
                    seed: int = 0, progress: bool = False) -> list[dict]:
     """The protocol of the chapter once per fold of `stratified_folds(labels, k, seed)`: fold
     i is the test set, fold i + 1 (mod k) the validation set, the other k - 2 folds the
-    training set (vocabulary, word2vec vectors and the classifier `kind` started from them).
-    Returns one dict per fold: test and best validation accuracy, seconds."""
+    training set (vocabulary, word2vec vectors and the classifier `kind` started from them;
+    NBSVM of seqlib.ngrams on the same sentences; their `stack` fitted on the validation
+    set). Returns one dict per fold: test accuracy of the classifier ("test"), of NBSVM
+    ("nbsvm") and of the stack ("stacked"), the classifier's best validation accuracy
+    ("val"), the stack's weights of the two log-odds ("weights") and the seconds taken."""
     folds = stratified_folds([y for _, y in pairs], k, seed)
+    tokens = [word_tokenize(s) for s, _ in pairs]
     results = []
     for i in range(k):
         start = time.perf_counter()
@@ -240,7 +289,17 @@ def cross_validate(pairs: list, config: dict, *, kind: str = "lstm", k: int = 10
                            seed=seed)
         model, history = trained(kind, vocab, train_set, subset(ids, labels, val), config,
                                  vectors=vectors, seed=seed, progress=progress)
+        nbsvm = NBSVM().fit([tokens[j] for j in train_index.tolist()], labels[train_index])
+        val_scores, test_scores = (
+            both_scores(model, nbsvm, subset(ids, labels, index)[0],
+                        [tokens[j] for j in index.tolist()]) for index in (val, test))
+        combiner = stack(val_scores, labels[val])
+        truth = labels[test]
         results.append({"test": accuracy(model, *subset(ids, labels, test)),
+                        "nbsvm": ((test_scores[:, 1] > 0).long() == truth).double().mean().item(),
+                        "stacked": ((combiner(test_scores).squeeze(1) > 0).long() == truth)
+                        .double().mean().item(),
                         "val": max(history["val_acc"]),
+                        "weights": combiner.weight.squeeze(0).tolist(),
                         "seconds": time.perf_counter() - start})
     return results

@@ -202,3 +202,49 @@ def test_profiles():
     assert sentiment.profile() == sentiment.BOOK_PROFILE or sentiment.profile() == \
         sentiment.FULL_PROFILE
     assert classify.CLASSES == ("negative", "positive")
+
+
+def test_log_odds_and_predict_agree():
+    model = model_of("lstm")
+    ids = [[2, 3, 4], [5], [6, 7, 8, 9, 10]]
+    probs = sentiment.predict(model, ids)
+    z = sentiment.predict(model, ids, logits=True)
+    torch.testing.assert_close(torch.softmax(z, -1), probs)
+    torch.testing.assert_close(sentiment.log_odds(model, ids),
+                               (probs[:, 1] / probs[:, 0]).log().double(), rtol=1e-5, atol=1e-5)
+
+
+def test_stack_recovers_a_logistic_regression():
+    """Labels drawn from sigma(2 s_1 - s_2 + 0.5): the stack finds those weights."""
+    g = torch.Generator().manual_seed(0)
+    scores = torch.randn(20_000, 2, generator=g, dtype=torch.float64)
+    truth = torch.tensor([2.0, -1.0], dtype=torch.float64)
+    labels = (torch.rand(20_000, generator=g, dtype=torch.float64)
+              < torch.sigmoid(scores @ truth + 0.5)).long()
+    combiner = sentiment.stack(scores, labels)
+    torch.testing.assert_close(combiner.weight.squeeze(0), truth, atol=0.1, rtol=0)
+    torch.testing.assert_close(combiner.bias, torch.tensor([0.5], dtype=torch.float64),
+                               atol=0.1, rtol=0)
+    with pytest.raises(ValueError, match="one row per label"):
+        sentiment.stack(scores[:10], labels[:9])
+
+
+def test_cross_validate_runs_every_fold(tmp_path, monkeypatch):
+    """A tiny data set whose label is carried by one word: every fold's classifiers learn
+    it, and the report holds the three accuracies and the stack's weights."""
+    monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
+    g = torch.Generator().manual_seed(0)
+    words = ["a", "b", "c", "d", "e", "f"]
+    pairs = []
+    for i in range(120):
+        y = i % 2
+        filler = [words[j] for j in torch.randint(0, 6, (4,), generator=g).tolist()]
+        pairs.append((" ".join([*filler[:2], "great" if y else "awful", *filler[2:]]), y))
+    config = {**CONFIG, "min_freq": 1, "steps": 10, "batch_size": 16, "lr": 0.05,
+              "weight_decay": 0.0, "evals": 2, "w2v_steps": 3}
+    results = sentiment.cross_validate(pairs, config, kind="lstm", k=3)
+    assert len(results) == 3
+    for r in results:
+        assert set(r) == {"test", "nbsvm", "stacked", "val", "weights", "seconds"}
+        assert r["nbsvm"] == 1.0 and r["stacked"] == 1.0 and len(r["weights"]) == 2
+        assert 0.5 <= r["test"] <= 1.0
