@@ -30,10 +30,10 @@ def ngrams(tokens: list, n: int) -> set:
             for i in range(len(tokens) - k + 1)}
 
 
-def check_sentences(sentences, name: str = "sentences") -> list:
+def check_sentences(sentences) -> list:
     if not isinstance(sentences, list) or not all(
             isinstance(s, list) and all(isinstance(w, str) for w in s) for s in sentences):
-        raise TypeError(f"{name} must be a list of token lists (lists of str), as "
+        raise TypeError("sentences must be a list of token lists (lists of str), as "
                         "seqlib.text.word_tokenize gives them")
     return sentences
 

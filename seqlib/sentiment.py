@@ -162,6 +162,12 @@ def stack(scores: torch.Tensor, labels: torch.Tensor) -> nn.Linear:
     return combiner.requires_grad_(False)
 
 
+def score_accuracy(scores: torch.Tensor, labels: torch.Tensor) -> float:
+    """The fraction of sentences called positive exactly where their score (log-odds, an
+    NBSVM score, a stack's output; (N,)) is above 0, as the labels (N,) say."""
+    return ((scores > 0).long() == labels).double().mean().item()
+
+
 def accuracy(model: nn.Module, ids: list, labels: torch.Tensor) -> float:
     """The fraction of sentences whose predicted class Y_hat = argmax y_hat is the label."""
     return (predict(model, ids).argmax(-1) == labels).double().mean().item()
@@ -295,10 +301,9 @@ def cross_validate(pairs: list, config: dict, *, kind: str = "lstm", k: int = 10
                         [tokens[j] for j in index.tolist()]) for index in (val, test))
         combiner = stack(val_scores, labels[val])
         truth = labels[test]
-        results.append({"test": accuracy(model, *subset(ids, labels, test)),
-                        "nbsvm": ((test_scores[:, 1] > 0).long() == truth).double().mean().item(),
-                        "stacked": ((combiner(test_scores).squeeze(1) > 0).long() == truth)
-                        .double().mean().item(),
+        results.append({"test": score_accuracy(test_scores[:, 0], truth),  # log-odds > 0
+                        "nbsvm": score_accuracy(test_scores[:, 1], truth),
+                        "stacked": score_accuracy(combiner(test_scores).squeeze(1), truth),
                         "val": max(history["val_acc"]),
                         "weights": combiner.weight.squeeze(0).tolist(),
                         "seconds": time.perf_counter() - start})
