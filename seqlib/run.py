@@ -8,11 +8,13 @@ steps.
     torchrun --nnodes=2 --nproc_per_node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 \\
         --rdzv-id=de-en -m seqlib.run translation-de-en       # the same on each of 2 machines
 
-The experiments (`EXPERIMENTS`, beyond the chapter's text) are the full profiles of the
-chapters of Section 7.5: the transformer of Fig. 7.16 from German to English
-(`translation-de-en`) and from English to French (`translation-en-fr`), and the decoder-only
-transformer on tiny Shakespeare (`char-lm`). `--set key=value` changes one entry of the
-configuration (`--set steps=100`).
+The experiments (`EXPERIMENTS`, beyond the chapter's text) are full profiles of the
+chapters of Sections 7.4 and 7.5: the transformer of Fig. 7.16 from German to English
+(`translation-de-en`) and from English to French (`translation-en-fr`), the encoder-decoder
+with attention of Fig. 7.10 from German to English (`attention-de-en`), and the
+decoder-only transformer on tiny Shakespeare (`char-lm`). `--set key=value` changes one
+entry of the configuration (`--set steps=100`); `--tf32` trains with TF32 matrix products
+on GPUs that have them.
 
 - Every process draws the same global batch, from a generator seeded as in one-process
   training, and keeps its share of the rows (a deterministic sharding): the run sees the
@@ -44,6 +46,7 @@ from torch.nn.parallel import DistributedDataParallel
 from seqlib import lm
 from seqlib import translate as tr
 from seqlib.data import multi30k, tiny_shakespeare
+from seqlib.seq2seq import AttentionSeq2Seq
 from seqlib.text import char_vocab
 from seqlib.training import save_atomic, train
 from seqlib.transformer import Transformer, TransformerLM
@@ -93,14 +96,32 @@ def _share(rows: int, rank: int, world: int) -> slice:
 
 def translation(config: dict, device: torch.device) -> Setup:
     """The transformer of Fig. 7.16 on Multi30k, trained as seqlib.translate.fit trains it;
-    config["limit"], when not None, keeps only the first training pairs (a quick check)."""
+    config["limit"] and config["eval_limit"], when not None, keep only the first training
+    pairs and the first pairs of each evaluation split (quick checks)."""
+    return _translation(config, device, lambda data: Transformer(
+        len(data.src_vocab), len(data.tgt_vocab),
+        **{k: config[k] for k in ("p", "heads", "n1", "num_layers", "dropout")}))
+
+
+def attention_translation(config: dict, device: torch.device) -> Setup:
+    """The encoder-decoder with attention of Fig. 7.10 and (7.22) on Multi30k, trained as
+    seqlib.translate.fit trains it (chapter 08's full configuration)."""
+    return _translation(config, device, lambda data: AttentionSeq2Seq(
+        len(data.src_vocab), len(data.tgt_vocab), config["embed"], config["hidden"],
+        **{k: config[k] for k in ("unit", "encoder_size", "score", "attention_size")}))
+
+
+def _translation(config: dict, device: torch.device, build: Callable) -> Setup:
+    """A translation experiment of the model build(data) (called after seeding, as
+    seqlib.translate.trained calls it)."""
     pairs = {split: multi30k(split, config["src"], config["tgt"])
              for split in ("train", "val", "test_2016_flickr")}
     pairs["train"] = pairs["train"][:config["limit"]]
+    for split in ("val", "test_2016_flickr"):
+        pairs[split] = pairs[split][:config["eval_limit"]]
     data = tr.prepare(pairs, config["min_freq"])
     seed_everything(config["seed"])
-    model = Transformer(len(data.src_vocab), len(data.tgt_vocab),
-                        **{k: config[k] for k in ("p", "heads", "n1", "num_layers", "dropout")})
+    model = build(data)
     examples = data.ids["train"]
     draws = at_step(tr.batch_indices(examples, config["batch_size"],
                                      torch.Generator().manual_seed(config["seed"])))
@@ -165,16 +186,19 @@ def char_lm(config: dict, device: torch.device) -> Setup:
                  lambda m: {"val_loss": lm.evaluate(m, val_ids, 32, config["context"])})
 
 
-def _translation_config(src: str, tgt: str) -> dict:
-    full = tr.TRANSFORMER_FULL_PROFILE
+def _translation_config(src: str, tgt: str, full: dict) -> dict:
     return dict(src=src, tgt=tgt, min_freq=tr.FULL_PROFILE["min_freq"], limit=None,
-                **full["arch"], **full["fit"])
+                eval_limit=None, **full["arch"], **full["fit"])
 
 
 # name -> (function building the experiment, its full-profile configuration)
 EXPERIMENTS = {
-    "translation-de-en": (translation, _translation_config("de", "en")),
-    "translation-en-fr": (translation, _translation_config("en", "fr")),
+    "translation-de-en": (translation, _translation_config("de", "en",
+                                                           tr.TRANSFORMER_FULL_PROFILE)),
+    "translation-en-fr": (translation, _translation_config("en", "fr",
+                                                           tr.TRANSFORMER_FULL_PROFILE)),
+    "attention-de-en": (attention_translation, _translation_config("de", "en",
+                                                                   tr.ATTENTION_FULL_PROFILE)),
     "char-lm": (char_lm, dict(seed=0, **lm.TRANSFORMER_FULL_PROFILE["arch"],
                               **lm.TRANSFORMER_FULL_PROFILE["fit"])),
 }
@@ -243,7 +267,7 @@ def last_checkpoint(out: Path, identity: dict, rank: int, world: int) -> dict | 
     saved = None
     if rank == 0 and (out / "checkpoint.pt").exists():
         saved = torch.load(out / "checkpoint.pt", map_location="cpu", weights_only=True)
-        other = {k: saved[k] for k in identity}
+        other = {k: saved.get(k) for k in identity}
         if other != identity:
             raise ValueError(f"{out / 'checkpoint.pt'} is a checkpoint of another run, "
                              f"{other}; choose another --out, or delete it to start again")
@@ -268,6 +292,9 @@ def main(argv=None) -> dict:
                         help="steps between checkpoints (default: 200)")
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32",
                         help="of the parameters (default: float32; float64 for exact checks)")
+    parser.add_argument("--tf32", action="store_true", help="on a GPU that has them, matrix "
+                        "products in TF32 (10 bits of mantissa instead of float32's 23): "
+                        "faster training; the chapters' checked cells never use it")
     parser.add_argument("--no-evaluate", action="store_true", help="skip the evaluation")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
@@ -278,8 +305,12 @@ def main(argv=None) -> dict:
     except ValueError as err:
         parser.error(str(err))
     out, steps = args.out or Path("runs") / args.experiment, config["steps"]
-    identity = {"experiment": args.experiment, "config": config, "dtype": args.dtype}
+    identity = {"experiment": args.experiment, "config": config, "dtype": args.dtype,
+                "tf32": args.tf32}
     rank, world, device = start_processes()
+    if args.tf32 and device.type == "cuda":  # default_device() set "highest"
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+        torch.set_float32_matmul_precision("high")
     log = print if rank == 0 else (lambda *a, **k: None)
     try:
         setup = EXPERIMENTS[args.experiment][0](config, device)
@@ -318,6 +349,7 @@ def main(argv=None) -> dict:
             return {}
         last = history["loss"][-100:]
         results = {**identity, "processes": world, "device": device.type,
+                   "parameters": sum(p.numel() for p in model.parameters()),
                    "train_seconds": history["seconds"][-1],
                    "train_loss_last_100_steps": sum(last) / len(last)}
         if not args.no_evaluate:

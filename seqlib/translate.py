@@ -43,6 +43,14 @@ TRANSFORMER_FULL_PROFILE = {
     "arch": dict(p=256, heads=8, n1=512, num_layers=3, dropout=0.1),
     "fit": dict(steps=8000, batch_size=128, lr=1e-3, clip=1.0, seed=0, warmup=800,
                 decay=True)}
+# The encoder-decoder with attention of chapter 08 in its full configuration, for a GPU:
+# "arch" are the arguments of seqlib.seq2seq.AttentionSeq2Seq after the vocabulary sizes,
+# "fit" those of `fit` (a constant rate: no warm-up, no decay).
+ATTENTION_FULL_PROFILE = {
+    "arch": dict(embed=256, hidden=512, unit="gru", encoder_size=512, score="additive",
+                 attention_size=512),
+    "fit": dict(steps=20_000, batch_size=128, lr=1e-3, clip=1.0, seed=0, warmup=0,
+                decay=False)}
 
 
 def profile() -> dict:

@@ -152,6 +152,35 @@ def test_one_process_trains_as_translate_fit(tmp_path):
         assert torch.equal(weights(tmp_path)[name], value), name
 
 
+def test_the_attention_model_trains_as_translate_fit_trains_it(tmp_path):
+    tiny = ["embed=8", "hidden=12", "encoder_size=6", "attention_size=10", "limit=300",
+            "eval_limit=30", "batch_size=10", "steps=6"]
+    results = run.main(["attention-de-en", *(a for t in tiny for a in ("--set", t)), "--out",
+                        str(tmp_path), "--no-progress"])
+    config = run.configure("attention-de-en", tiny)
+    assert config["unit"] == "gru" and config["score"] == "additive"
+    setup = run.attention_translation(config, torch.device("cpu"))
+    assert len(setup.data.pairs["test_2016_flickr"]) == 30
+    fit = {k: config[k] for k in ("steps", "batch_size", "lr", "clip", "seed", "warmup",
+                                  "decay")}
+    tr.fit(setup.model, setup.data, progress=False, **fit)
+    for name, value in setup.model.state_dict().items():
+        assert torch.equal(weights(tmp_path)[name], value), name
+    assert results["parameters"] == sum(p.numel() for p in setup.model.parameters())
+    assert results["val_loss"] > 0 and 0 <= results["bleu_greedy"] <= 100
+
+
+def test_the_full_configurations_are_the_chapters():
+    attention = run.configure("attention-de-en")
+    assert {k: attention[k] for k in tr.ATTENTION_FULL_PROFILE["arch"]} == \
+        tr.ATTENTION_FULL_PROFILE["arch"]
+    assert {k: attention[k] for k in tr.ATTENTION_FULL_PROFILE["fit"]} == \
+        tr.ATTENTION_FULL_PROFILE["fit"]
+    assert (attention["src"], attention["tgt"], attention["min_freq"]) == ("de", "en", 2)
+    for name in ("translation-de-en", "attention-de-en"):
+        assert run.configure(name)["limit"] is run.configure(name)["eval_limit"] is None
+
+
 def test_an_interrupted_run_with_dropout_resumes_exactly(tmp_path, monkeypatch):
     args = arguments("char-lm", tmp_path / "whole", "--set", "dropout=0.2")
     run.main(args)
@@ -179,6 +208,8 @@ def test_a_checkpoint_of_another_run_is_not_resumed(tmp_path):
     run.main(arguments("char-lm", tmp_path))
     with pytest.raises(ValueError, match="checkpoint of another run"):
         run.main(arguments("char-lm", tmp_path, "--set", "lr=0.5"))
+    with pytest.raises(ValueError, match="checkpoint of another run"):  # TF32 is another run
+        run.main(arguments("char-lm", tmp_path, "--tf32"))
 
 
 def test_configure_and_its_errors():
