@@ -12,7 +12,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 JOBS ?= 2
 PARALLEL := -n $(JOBS) --dist loadfile
 
-.PHONY: setup book pdf test test-colab test-gpu execute lab bench clean
+.PHONY: setup book pdf test test-colab test-gpu gpu-check execute lab bench clean
 
 setup: $(STAMP)
 
@@ -57,7 +57,14 @@ test-colab: $(STAMP)
 
 # On a GPU: the same notebooks, checking only the device-independent cells.
 test-gpu: $(STAMP)
-	SEQLIB_DEVICE=cuda $(BIN)/pytest -p no:cacheprovider --nbval-lax --nbval-current-env $(NOTEBOOKS)
+	SEQLIB_DEVICE=cuda $(BIN)/pytest -p no:cacheprovider --nbval-lax --nbval-current-env \
+		--nbval-sanitize-with tests/sanitize.cfg $(NOTEBOOKS)
+
+# On a GPU, in about 9 minutes: the benchmarks, test-gpu's check of the chapters and the full
+# profile's three headline runs, sized to the time (benchmarks/gpu_check.py); writes
+# _build/gpu-check/gpu-check.md, the section of the results page (book/gpu-check.md).
+gpu-check: $(STAMP)
+	$(BIN)/python -m benchmarks.gpu_check --out _build/gpu-check
 
 # Re-execute every notebook in place on the CPU (regenerates the stored outputs), then the
 # coverage and exercises pages and the box atop each page (book/chapters.yml holds the
