@@ -54,8 +54,10 @@ HEADLINES = {
         anchor="36.52 BLEU, the 9.0M-parameter transformer of the pytorch-seq2seq "
                "tutorials (greedy decoding)"),
     "char-lm": dict(
-        metric="val_loss", goal="<=", value=1.47, reserve=25,
-        anchor="1.4697 nats per character, nanoGPT's shakespeare_char"),
+        metric="val_loss_best", goal="<=", value=1.47, reserve=25,
+        options=["--eval-every", "250"], tiny_options=["--eval-every", "5"],
+        anchor="1.4697 nats per character, nanoGPT's shakespeare_char: the best of its "
+               "validation losses measured every 250 steps, as ours"),
     "attention-de-en": dict(
         metric="bleu_greedy", goal="near", value=28.3, reserve=60,
         anchor="28.3 BLEU, the Bahdanau model of about 20M parameters of the "
@@ -71,6 +73,9 @@ TINY_RUNS = {  # a few seconds each on a CPU
     "attention-de-en": ["embed=16", "hidden=16", "encoder_size=16", "attention_size=16",
                         "limit=500", "eval_limit=20", "batch_size=10", "steps=20"],
 }
+# The share of the time left that a run is sized to: on the first check on a GPU, steps
+# took up to 1.5 times the pace of their probe once the chapters trained beside them.
+SAFETY = 0.65
 # Steps of a probe, and how many of its first steps are not timed (warm-up).
 PROBE, PROBE_TINY = (30, 5), (8, 2)
 # The benchmarks' options: short time budgets on the device; smoke runs of one size in --tiny.
@@ -141,15 +146,29 @@ def benchmarks(out: Path, device: str, tiny: bool, env: dict, clock: Clock) -> d
     return status
 
 
+def chosen_chapters(numbers: list | None, tiny: bool) -> list:
+    """The chapters to check: those of `numbers` (e.g. ["03", "12"]), else all, the
+    chapters that train on the device first (or TINY_CHAPTERS for the rehearsal)."""
+    every = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
+    if numbers is not None:
+        unknown = set(numbers) - {name[:2] for name in every}
+        if unknown:
+            raise SystemExit(f"--chapters: no chapter numbered {sorted(unknown)}")
+        return [name for name in every if name[:2] in numbers]
+    if tiny:
+        return list(TINY_CHAPTERS)
+    return list(DEVICE_CHAPTERS) + [name for name in every if name not in DEVICE_CHAPTERS]
+
+
 def nbval(chapters: list, out: Path, device: str, jobs: int, env: dict) -> subprocess.Popen:
     """nbval in its lax mode over the chapters, `jobs` at a time, on `device`."""
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-rfE",
-               "--tb=short", "--nbval-lax", "--nbval-current-env",
+               "-p", "benchmarks.pytest_failures", "--nbval-lax", "--nbval-current-env",
                "--nbval-sanitize-with", "tests/sanitize.cfg",
                *(["-n", str(jobs), "--dist", "loadfile"] if jobs > 1 else []),
                *(f"notebooks/{name}.ipynb" for name in chapters)]
     env = env | {"SEQLIB_DEVICE": device, "SEQLIB_MODEL_CACHE": tempfile.mkdtemp(),
-                 "OMP_NUM_THREADS": "2"}
+                 "OMP_NUM_THREADS": "2", "PYTEST_FAILURES_FILE": str(out / "failures.log")}
     return start(command, out / "nbval.log", env)
 
 
@@ -171,12 +190,11 @@ def chapters_report(chapters: list, log_text: str) -> dict:
     return cells
 
 
-def run_command(experiment: str, sets: list, folder: Path, device: str, tf32: bool,
-                evaluate: bool = True) -> list:
+def run_command(experiment: str, sets: list, folder: Path, tf32: bool, *more) -> list:
     return [sys.executable, "-m", "seqlib.run", experiment,
             *(arg for item in sets for arg in ("--set", item)), "--out", str(folder),
             "--no-progress", "--checkpoint-every", "1000", *(["--tf32"] if tf32 else []),
-            *([] if evaluate else ["--no-evaluate"])]
+            *more]
 
 
 def pace(folder: Path, skipped: int) -> float:
@@ -189,7 +207,7 @@ def pace(folder: Path, skipped: int) -> float:
 def sized(steps: int, warmup: int, seconds_per_step: float, seconds: float) -> tuple:
     """(steps, warmup) that fit in `seconds`: the profile's, or fewer steps (with at most
     a tenth of them as warm-up)."""
-    fit = max(int(0.9 * seconds / seconds_per_step), 1)
+    fit = max(int(SAFETY * seconds / seconds_per_step), 1)
     if fit >= steps:
         return steps, warmup
     return fit, min(warmup, fit // 10)
@@ -209,8 +227,8 @@ def headline_runs(names: list, base: dict, out: Path, device: str, tiny: bool, e
         records[name] = {"profile_steps": config["steps"], "warmup": config["warmup"],
                          **HEADLINES[name]}
         sets = base[name] + [f"steps={probe_steps}", f"warmup={min(config['warmup'], 1)}"]
-        probes[name] = (start(run_command(name, sets, out / "probe" / name, device, not tiny,
-                                          evaluate=False), out / f"probe-{name}.log", env),
+        probes[name] = (start(run_command(name, sets, out / "probe" / name, not tiny,
+                                          "--no-evaluate"), out / f"probe-{name}.log", env),
                         time.time())
     runs = {}
     for name, (process, began) in probes.items():
@@ -229,11 +247,11 @@ def headline_runs(names: list, base: dict, out: Path, device: str, tiny: bool, e
                               record["probe_seconds_per_step"], seconds)
         record |= {"steps": steps, "warmup_run": warmup}
         sets = base[name] + [f"steps={steps}", f"warmup={warmup}"]
-        folder = out / "runs" / name
-        record["command"] = " ".join(["python", *run_command(name, sets, folder, device,
-                                                              not tiny)[1:]])
-        runs[name] = start(run_command(name, sets, folder, device, not tiny),
-                           out / f"run-{name}.log", env)
+        command = run_command(name, sets, out / "runs" / name, not tiny,
+                              *record.get("tiny_options" if tiny else "options", []),
+                              "--max-seconds", f"{seconds:.0f}")  # if the pace falls
+        record["command"] = " ".join(["python", *command[1:]])
+        runs[name] = start(command, out / f"run-{name}.log", env)
         log(clock, f"{name}: {record['probe_seconds_per_step'] * 1000:.1f} ms a step, "
                    f"{steps:,} of {record['profile_steps']:,} steps")
     for name, process in runs.items():
@@ -276,6 +294,15 @@ def machine_report(device: str) -> dict:
     return report
 
 
+def result(run: dict) -> str:
+    """A finished run's figures, as the results page shows them."""
+    if "bleu_greedy" in run:
+        return f"BLEU {run['bleu_greedy']:.1f} greedy, {run['bleu_beam4']:.1f} beam 4"
+    best = (f"best {run['val_loss_best']:.3f} (step {run['val_loss_best_step']:,}), "
+            if "val_loss_best" in run else "")
+    return f"val loss {best}last {run['val_loss']:.3f}"
+
+
 def markdown(report: dict) -> str:
     """The section of the results page: the device, the chapters, the headline runs."""
     m = report["machine"]
@@ -283,29 +310,34 @@ def markdown(report: dict) -> str:
              f"{m['cores']} CPU cores" if "gpu" in m else f"the CPU ({m['cores']} cores)")
     lines = [f"Run on {m['date']} on {where}; Python {m['python']}, PyTorch {m['torch']}"
              + (f" (CUDA {m['cuda']})" if m.get("cuda") else "")
-             + f"; `{report['command']}`, {report['seconds']:.0f} s in all.", "",
-             "| chapter | cells passed | cells failed | status |", "| --- | --- | --- | --- |"]
-    for name, c in report["chapters"].items():
-        lines.append(f"| {name} | {c['passed']} | {c['failed']} | {c['status']} |")
-    lines += ["", "| run | parameters | steps | a step | training | result | target | |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             + f"; `{report['command']}`, {report['seconds']:.0f} s in all."]
+    if report["chapters"]:
+        lines += ["", "| chapter | cells passed | cells failed | status |",
+                  "| --- | --- | --- | --- |"]
+        lines += [f"| {name} | {c['passed']} | {c['failed']} | {c['status']} |"
+                  for name, c in report["chapters"].items()]
+    if report["runs"]:
+        lines += ["", "| run | parameters | steps | a step | training | result | target | |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, r in report["runs"].items():
         done = r.get("status") == "done"
+        steps = r.get("steps_done", r.get("steps"))
         cells = [f"{r['parameters']:,}" if "parameters" in r else "-",
-                 f"{r['steps']:,} of {r['profile_steps']:,}" if "steps" in r else "-",
+                 f"{steps:,} of {r['profile_steps']:,}" if steps else "-",
                  f"{r['probe_seconds_per_step'] * 1000:.1f} ms"
                  if "probe_seconds_per_step" in r else "-",
                  f"{r['train_seconds']:.0f} s" if "train_seconds" in r else "-",
-                 "-" if not done else f"val loss {r['val_loss']:.3f}"
-                 if r["metric"] == "val_loss" else
-                 f"BLEU {r['bleu_greedy']:.1f} greedy, {r['bleu_beam4']:.1f} beam 4",
+                 result(r) if done else "-",
                  {">=": "≥ {}", "<=": "≤ {}", "near": f"{{}} ± {NEAR}"}[r["goal"]].format(
                      r["value"]),
                  verdict(r) if done else r.get("status", "-")]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += ["", "The targets' anchors: " + "; ".join(
-        f"{name}, {r['anchor']}" for name, r in report["runs"].items()) + ". "
-        "Benchmarks: " + ", ".join(f"{k} {v}" for k, v in report["benchmarks"].items()) + "."]
+    if report["runs"]:
+        lines += ["", "The targets' anchors: " + "; ".join(
+            f"{name}, {r['anchor']}" for name, r in report["runs"].items()) + "."]
+    if report["benchmarks"]:
+        lines += ["", "Benchmarks: " + ", ".join(
+            f"{k} {v}" for k, v in report["benchmarks"].items()) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -317,6 +349,12 @@ def main(argv=None) -> dict:
     parser.add_argument("--jobs", type=int, default=6, help="chapters run at a time")
     parser.add_argument("--tiny", action="store_true",
                         help="the rehearsal: on the CPU, tiny runs, one chapter")
+    parser.add_argument("--chapters", nargs="*", metavar="NN", help="only these chapters "
+                        "(their numbers, e.g. 03 12; none for no chapter): to run again what "
+                        "failed")
+    parser.add_argument("--runs", nargs="*", choices=list(HEADLINES), metavar="RUN",
+                        help=f"only these headline runs, among {', '.join(HEADLINES)}")
+    parser.add_argument("--no-benchmarks", action="store_true", help="skip the benchmarks")
     args = parser.parse_args(argv)
     clock = Clock(args.budget)
     device = "cpu" if args.tiny else os.environ.get("SEQLIB_DEVICE", "cuda")
@@ -324,19 +362,24 @@ def main(argv=None) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         CUBLAS_WORKSPACE_CONFIG=":4096:8", PYTHONUNBUFFERED="1")
-    report = {"command": " ".join(["python -m benchmarks.gpu_check", *(argv or sys.argv[1:])]),
+    shown = list(argv or sys.argv[1:])
+    if "--out" in shown:  # the folder is this machine's
+        del shown[shown.index("--out"):shown.index("--out") + 2]
+    report = {"command": " ".join(["python -m benchmarks.gpu_check", *shown]),
               "machine": machine_report(device)}
     log(clock, json.dumps(report["machine"]))
-    report["benchmarks"] = benchmarks(args.out, device, args.tiny, env, clock)
-    chapters = list(TINY_CHAPTERS if args.tiny else DEVICE_CHAPTERS) + ([] if args.tiny else sorted(
-        p.stem for p in (ROOT / "notebooks").glob("[0-9]*.ipynb") if p.stem not in DEVICE_CHAPTERS))
+    report["benchmarks"] = ({} if args.no_benchmarks else
+                            benchmarks(args.out, device, args.tiny, env, clock))
+    chapters = chosen_chapters(args.chapters, args.tiny)
     end = args.budget - 15  # every child stopped by then; the rest writes the results
-    checks = nbval(chapters, args.out, device, 1 if args.tiny else args.jobs, env)
-    base = {name: (TINY_RUNS[name] if args.tiny else []) for name in HEADLINES}
-    report["runs"] = headline_runs(list(HEADLINES), base, args.out, device, args.tiny, env,
-                                   clock, end)
-    report["nbval_exit"] = finish(checks, end, clock)
-    report["chapters"] = chapters_report(chapters, (args.out / "nbval.log").read_text())
+    checks = nbval(chapters, args.out, device, 1 if args.tiny else args.jobs, env) \
+        if chapters else None
+    runs = list(HEADLINES) if args.runs is None else args.runs
+    base = {name: (TINY_RUNS[name] if args.tiny else []) for name in runs}
+    report["runs"] = headline_runs(runs, base, args.out, device, args.tiny, env, clock, end)
+    report["nbval_exit"] = finish(checks, end, clock) if chapters else None
+    report["chapters"] = chapters_report(chapters, (args.out / "nbval.log").read_text()
+                                         if chapters else "")
     report["seconds"] = clock.now()
     (args.out / "gpu-check.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     (args.out / "gpu-check.md").write_text(markdown(report))

@@ -67,6 +67,7 @@ class Setup:
     clip: float | None
     loss_fn: Callable
     batch: Callable[[int, int, int], tuple]
+    val_loss: Callable[[nn.Module], float]
     evaluate: Callable[[nn.Module], dict]
 
 
@@ -138,13 +139,13 @@ def _translation(config: dict, device: torch.device, build: Callable) -> Setup:
     tr.lr_factor(0, steps, warmup, decay)  # checks warmup
     return Setup(data, model, lambda m: tr.adam(m, config["lr"]),
                  lambda step: tr.lr_factor(step, steps, warmup, decay), config["clip"],
-                 tr.loss_fn, batch, lambda m: evaluate_translation(m, data))
+                 tr.loss_fn, batch, lambda m: translation_val_loss(m, data),
+                 lambda m: evaluate_translation(m, data))
 
 
 @torch.no_grad()
-def evaluate_translation(model: nn.Module, data: tr.TranslationData) -> dict:
-    """Validation loss (nats per target token, teacher forced), and BLEU of greedy and
-    4-beam translations of test_2016_flickr."""
+def translation_val_loss(model: nn.Module, data: tr.TranslationData) -> float:
+    """Validation loss, nats per target token, teacher forced (the model left in eval mode)."""
     model.eval()
     device = next(model.parameters()).device
     total, tokens, val = 0.0, 0, data.ids["val"]
@@ -152,8 +153,15 @@ def evaluate_translation(model: nn.Module, data: tr.TranslationData) -> dict:
         batch = {k: v.to(device) for k, v in tr.collate(val[i:i + 100]).items()}
         n = (batch["tgt_out"] != data.tgt_vocab.pad_id).sum().item()
         total, tokens = total + tr.loss_fn(model, batch).item() * n, tokens + n
+    return total / tokens
+
+
+@torch.no_grad()
+def evaluate_translation(model: nn.Module, data: tr.TranslationData) -> dict:
+    """Validation loss (translation_val_loss), and BLEU of greedy and 4-beam translations
+    of test_2016_flickr."""
     src, ref = zip(*data.pairs["test_2016_flickr"], strict=True)
-    return {"val_loss": total / tokens,
+    return {"val_loss": translation_val_loss(model, data),
             "bleu_greedy": tr.bleu(tr.translate(model, data, list(src)), list(ref)),
             "bleu_beam4": tr.bleu(tr.translate(model, data, list(src), method="beam",
                                                beam_size=4), list(ref))}
@@ -180,10 +188,13 @@ def char_lm(config: dict, device: torch.device) -> Setup:
         return (x[mine].to(device), y[mine].to(device)), len(range(B)[mine]) * world / B
 
     steps, warmup = config["steps"], config["warmup"]
+
+    def val_loss(m):
+        return lm.evaluate(m, val_ids, 32, config["context"])
+
     return Setup((vocab, train_ids, val_ids), model, lambda m: lm.adamw(m, config),
                  lambda step: lm.lr_factor(step, warmup, steps), 1.0,
-                 lm.carried_state_loss(), batch,
-                 lambda m: {"val_loss": lm.evaluate(m, val_ids, 32, config["context"])})
+                 lm.carried_state_loss(), batch, val_loss, lambda m: {"val_loss": val_loss(m)})
 
 
 def _translation_config(src: str, tgt: str, full: dict) -> dict:
@@ -295,11 +306,19 @@ def main(argv=None) -> dict:
     parser.add_argument("--tf32", action="store_true", help="on a GPU that has them, matrix "
                         "products in TF32 (10 bits of mantissa instead of float32's 23): "
                         "faster training; the chapters' checked cells never use it")
+    parser.add_argument("--eval-every", type=int, default=0, metavar="STEPS",
+                        help="also measure the validation loss every STEPS steps (results: "
+                        "the curve and its best point, as nanoGPT reports; default: never)")
+    parser.add_argument("--max-seconds", type=float, metavar="S", help="stop training after "
+                        "the step that passes S seconds of training (the schedule stays that "
+                        "of the configured steps; the results give the steps done)")
     parser.add_argument("--no-evaluate", action="store_true", help="skip the evaluation")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if args.checkpoint_every < 1:
         parser.error(f"--checkpoint-every must be a positive int, got {args.checkpoint_every}")
+    if args.eval_every < 0:
+        parser.error(f"--eval-every must be 0 (never) or positive, got {args.eval_every}")
     try:
         config = configure(args.experiment, args.set)
     except ValueError as err:
@@ -317,10 +336,11 @@ def main(argv=None) -> dict:
         model = setup.model.to(device, getattr(torch, args.dtype))
         optimizer = setup.optimizer(model)
         saved, start, history = last_checkpoint(out, identity, rank, world), 0, None
+        curve = []  # (step, validation loss) every --eval-every steps
         if saved is not None:
             model.load_state_dict(saved["model"])
             optimizer.load_state_dict(saved["optimizer"])
-            start, history = saved["step"], saved["history"]
+            start, history, curve = saved["step"], saved["history"], saved.get("val_curve", [])
         log(f"{args.experiment}: {sum(p.numel() for p in model.parameters()):,} parameters, "
             f"{world} process{'es' if world > 1 else ''} on {device.type}, "
             + (f"resumed at step {start} of {steps}" if start else f"{steps} steps"))
@@ -332,11 +352,22 @@ def main(argv=None) -> dict:
             return setup.batch(step, rank, world)
 
         def on_step(step, history):
-            if rank == 0 and ((step + 1) % args.checkpoint_every == 0 or step + 1 == steps):
+            if rank == 0 and args.eval_every and (step + 1) % args.eval_every == 0:
+                curve.append((step + 1, setup.val_loss(model)))
+                model.train()
+            stop = args.max_seconds is not None and history["seconds"][-1] >= args.max_seconds
+            if world > 1 and args.max_seconds is not None:  # rank 0's clock decides for all
+                flag = torch.tensor([float(stop)], device=device)
+                dist.broadcast(flag, 0)
+                stop = bool(flag.item())
+            if rank == 0 and ((step + 1) % args.checkpoint_every == 0 or step + 1 == steps
+                              or stop):
                 out.mkdir(parents=True, exist_ok=True)
                 save_atomic({**identity, "step": step + 1, "model": model.state_dict(),
-                             "optimizer": optimizer.state_dict(), "history": history},
+                             "optimizer": optimizer.state_dict(), "history": history,
+                             "val_curve": curve},
                             out / "checkpoint.pt")
+            return stop
 
         if start < steps:
             ddp = model if world == 1 else DistributedDataParallel(
@@ -350,8 +381,12 @@ def main(argv=None) -> dict:
         last = history["loss"][-100:]
         results = {**identity, "processes": world, "device": device.type,
                    "parameters": sum(p.numel() for p in model.parameters()),
-                   "train_seconds": history["seconds"][-1],
+                   "steps_done": len(history["loss"]), "train_seconds": history["seconds"][-1],
                    "train_loss_last_100_steps": sum(last) / len(last)}
+        if curve:
+            best_step, best = min(curve, key=lambda point: point[1])
+            results |= {"val_curve": curve, "val_loss_best": best,
+                        "val_loss_best_step": best_step}
         if not args.no_evaluate:
             results |= setup.evaluate(model)
             results["val_bits"] = results["val_loss"] / math.log(2)

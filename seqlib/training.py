@@ -29,7 +29,7 @@ def train(
     schedule: Callable[[int], float] | None = None,
     start: int = 0,
     history: dict | None = None,
-    on_step: Callable[[int, dict], None] | None = None,
+    on_step: Callable[[int, dict], bool | None] | None = None,
     progress: bool = True,
     desc: str = "train",
 ) -> dict[str, list[float]]:
@@ -48,7 +48,7 @@ def train(
     - `start` and `history` resume a run: the first step to run and the history of the
       steps before it (both from a checkpoint, with the model's and optimizer's states).
     - `on_step(step, history)` is called after every step, for example to write a
-      checkpoint.
+      checkpoint; when it returns True, training stops after that step (a time limit).
 
     The history has one entry per step: "loss", "grad_norm" (before clipping) and
     "seconds" (wall time since the start of the run), so learning curves can be drawn
@@ -94,8 +94,8 @@ def train(
         history["grad_norm"].append(norm.item())
         history["seconds"].append(offset + time.perf_counter() - begin)
         bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", refresh=False)
-        if on_step is not None:
-            on_step(step, history)
+        if on_step is not None and on_step(step, history):
+            break
     model.eval()
     return history
 

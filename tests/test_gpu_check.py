@@ -46,6 +46,7 @@ def test_the_whole_check_rehearsed_on_the_cpu(tmp_path):
         assert run["parameters"] > 0 and run["train_seconds"] > 0
         assert gpu_check.verdict(run) in ("met", "not met")
         assert run["config"]["steps"] == 20 and not run["tf32"]  # what ran: the results'
+    assert [step for step, _ in report["runs"]["char-lm"]["val_curve"]] == [5, 10, 15, 20]
     page = (tmp_path / "gpu-check.md").read_text()
     assert f"| {chapter} | {code_cells} | 0 | passed |" in page
     for name in gpu_check.HEADLINES:
@@ -53,10 +54,10 @@ def test_the_whole_check_rehearsed_on_the_cpu(tmp_path):
 
 
 def test_a_run_keeps_its_steps_when_they_fit_and_is_shortened_when_not():
-    assert gpu_check.sized(8000, 800, 0.01, 100.0) == (8000, 800)  # 90 s of steps fit
-    steps, warmup = gpu_check.sized(8000, 800, 0.05, 100.0)  # 90 s: 1,800 steps
-    assert (steps, warmup) == (1800, 180)
-    assert gpu_check.sized(5000, 100, 0.05, 100.0) == (1800, 100)  # a short warm-up stays
+    assert gpu_check.sized(8000, 800, 0.01, 200.0) == (8000, 800)  # 13,000 steps would fit
+    fit = int(gpu_check.SAFETY * 100.0 / 0.05)  # 1,300 steps
+    assert gpu_check.sized(8000, 800, 0.05, 100.0) == (fit, fit // 10)
+    assert gpu_check.sized(5000, 100, 0.05, 100.0) == (fit, 100)  # a short warm-up stays
     assert gpu_check.sized(5000, 100, 10.0, 5.0) == (1, 0)
 
 

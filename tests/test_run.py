@@ -204,6 +204,23 @@ def test_an_interrupted_run_with_dropout_resumes_exactly(tmp_path, monkeypatch):
     assert again["train_seconds"] == history(tmp_path / "cut")["seconds"][-1]
 
 
+def test_validation_during_training_changes_nothing_and_a_time_limit_stops_it(tmp_path):
+    plain = run.main(arguments("char-lm", tmp_path / "plain", "--set", "dropout=0.2",
+                               evaluate=True))
+    watched = run.main(arguments("char-lm", tmp_path / "watched", "--set", "dropout=0.2",
+                                 "--eval-every", "4", evaluate=True))
+    for name, value in weights(tmp_path / "plain").items():
+        assert torch.equal(weights(tmp_path / "watched")[name], value), name
+    assert [step for step, _ in watched["val_curve"]] == [4, 8, 12]
+    assert watched["val_curve"][-1][1] == pytest.approx(plain["val_loss"], rel=1e-12)
+    assert watched["val_loss_best"] == min(loss for _, loss in watched["val_curve"])
+    assert "val_curve" not in plain
+    stopped = run.main(arguments("char-lm", tmp_path / "stopped", "--set", "dropout=0.2",
+                                 "--max-seconds", "0"))
+    assert stopped["steps_done"] == 1 and history(tmp_path / "stopped")["loss"] == \
+        history(tmp_path / "plain")["loss"][:1]  # the first step, then the limit
+
+
 def test_a_checkpoint_of_another_run_is_not_resumed(tmp_path):
     run.main(arguments("char-lm", tmp_path))
     with pytest.raises(ValueError, match="checkpoint of another run"):
