@@ -6,9 +6,10 @@ Files live under a data directory with the layout ``tinyshakespeare/input.txt``,
 ``mnist/t10k-{images-idx3,labels-idx1}-ubyte.gz`` and
 ``temperatures/daily-min-temperatures.csv``. The directory is, in order: the ``data_dir``
 argument, the environment variable ``SEQLIB_DATA_DIR``, or a per-user cache
-(``$XDG_CACHE_HOME/seqlib``, by default ``~/.cache/seqlib``). A file is downloaded from its
-canonical address only when it is missing there, and its sha256 is checked every time it is
-used.
+(``$XDG_CACHE_HOME/seqlib``, by default ``~/.cache/seqlib``). A file is downloaded only when
+it is missing there: from its canonical address, or, when that fails, from a long-lived mirror
+of the same file (same sha256); a line on stderr names the address used. Its sha256 is checked
+every time it is used.
 
 Multi30k: Elliott et al. (2016), "Multi30K: Multilingual English-German Image Descriptions";
 Elliott et al. (2017), "Findings of the Second Shared Task on Multimodal Machine Translation"
@@ -23,7 +24,9 @@ import hashlib
 import http.client
 import os
 import pathlib
+import sys
 import tempfile
+import urllib.error
 import urllib.request
 import zlib
 
@@ -34,10 +37,22 @@ DATA_VARIABLE = "SEQLIB_DATA_DIR"
 SPLITS = ("train", "val", "test_2016_flickr")
 LANGUAGES = ("en", "fr", "de")
 
-_SHAKESPEARE_URL = (
-    "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
+# Each source has its canonical address and one or more mirrors; a mirror pinned to a commit
+# (or a bucket that never changes its objects) serves the same bytes, checked by the same sha256.
+_SHAKESPEARE_URLS = (
+    "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
+    # jsDelivr's copy of char-rnn at a fixed commit: the same input.txt (1,115,394 bytes).
+    "https://cdn.jsdelivr.net/gh/karpathy/char-rnn@6f9487a6fe5b420b7ca9afb0d7c078e37c1d1b4e"
+    "/data/tinyshakespeare/input.txt",
+    # TensorFlow's copy, used by its text-generation tutorial: the same 1,115,394 bytes.
+    "https://storage.googleapis.com/download.tensorflow.org/data/shakespeare.txt",
 )
-_MULTI30K_URL = "https://github.com/multi30k/dataset/raw/master/data/task1/raw/{name}"
+_MULTI30K_URLS = (
+    "https://github.com/multi30k/dataset/raw/master/data/task1/raw/{name}",
+    # jsDelivr's copy of the data set's repository at a fixed commit: the same raw files.
+    "https://cdn.jsdelivr.net/gh/multi30k/dataset@a3d2e0d26b56f3846f66a952536ffed4e401d05a"
+    "/data/task1/raw/{name}",
+)
 _MULTI30K_SHA256 = {
     "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
     "train.fr.gz": "622e75069e9f4c577425c4f277116ce66e63a2401c0a2312d90073cb12379a3c",
@@ -50,37 +65,56 @@ _MULTI30K_SHA256 = {
     "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
 }
 
-_POLARITY_URL = "https://raw.githubusercontent.com/yoonkim/CNN_sentence/master/{name}"
+_POLARITY_URLS = (
+    "https://raw.githubusercontent.com/yoonkim/CNN_sentence/master/{name}",
+    # jsDelivr's copy of Kim's repository at the commit that added both files, never changed.
+    "https://cdn.jsdelivr.net/gh/yoonkim/CNN_sentence@4abc8df1de694999ff54826854d3ebc53e3e9c20"
+    "/{name}",
+)
 _POLARITY_SHA256 = {
     "rt-polarity.pos": "2da124ec187a9d5a29c9f04e91c540e02baed5af8868f550a26bd6fd4dbf8bf0",
     "rt-polarity.neg": "4ace77d558c3714723843f1d65b60c01e3417b208180f0728808d76ad0eeeaca",
 }
-_MNIST_URL = "https://ossci-datasets.s3.amazonaws.com/mnist/{name}"
+_MNIST_URLS = (
+    "https://ossci-datasets.s3.amazonaws.com/mnist/{name}",
+    # The CVDF copy TensorFlow uses; TensorFlow Datasets records these sizes and sha256 sums.
+    "https://storage.googleapis.com/cvdf-datasets/mnist/{name}",
+)
 _MNIST_SHA256 = {
     "t10k-images-idx3-ubyte.gz": "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6",
     "t10k-labels-idx1-ubyte.gz": "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6",
 }
-_TEMPERATURES_URL = (
-    "https://raw.githubusercontent.com/selva86/datasets/master/daily-min-temperatures.csv"
+_TEMPERATURES_URLS = (
+    "https://raw.githubusercontent.com/selva86/datasets/master/daily-min-temperatures.csv",
+    # jsDelivr's copy of the repository at the commit that added the file, never changed.
+    "https://cdn.jsdelivr.net/gh/selva86/datasets@2c23babe54dcd12ebcf93f31d6605bd8366e91d3"
+    "/daily-min-temperatures.csv",
 )
 
-# Relative name under the data directory -> (canonical URL, sha256 of the file).
-FILES: dict[str, tuple[str, str]] = {
+
+def _each(urls: tuple[str, ...], name: str) -> tuple[str, ...]:
+    """The addresses of one file of a source."""
+    return tuple(url.format(name=name) for url in urls)
+
+
+# Relative name under the data directory -> (addresses, sha256 of the file). The addresses (a
+# tuple, or one string) are tried in order, the canonical one first; all serve the same bytes.
+FILES: dict[str, tuple[tuple[str, ...], str]] = {
     "tinyshakespeare/input.txt": (
-        _SHAKESPEARE_URL,
+        _SHAKESPEARE_URLS,
         "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
     ),
     **{
-        f"multi30k/{name}": (_MULTI30K_URL.format(name=name), sha)
+        f"multi30k/{name}": (_each(_MULTI30K_URLS, name), sha)
         for name, sha in _MULTI30K_SHA256.items()
     },
     **{
-        f"movie-review-polarity/{name}": (_POLARITY_URL.format(name=name), sha)
+        f"movie-review-polarity/{name}": (_each(_POLARITY_URLS, name), sha)
         for name, sha in _POLARITY_SHA256.items()
     },
-    **{f"mnist/{name}": (_MNIST_URL.format(name=name), sha) for name, sha in _MNIST_SHA256.items()},
+    **{f"mnist/{name}": (_each(_MNIST_URLS, name), sha) for name, sha in _MNIST_SHA256.items()},
     "temperatures/daily-min-temperatures.csv": (
-        _TEMPERATURES_URL,
+        _TEMPERATURES_URLS,
         "a29a71f38cf548a0b12bee44ceb510919a8cef450e19019261d534208c884fa2",
     ),
 }
@@ -113,14 +147,17 @@ def _sha256(path: pathlib.Path) -> str:
     return digest.hexdigest()
 
 
+class _Failed(Exception):
+    """One address did not give the file; the message says what went wrong there."""
+
+
 def _download(name: str, url: str, sha256: str, path: pathlib.Path) -> None:
-    """Download ``url`` to ``path`` atomically: a temporary file, verified, then renamed."""
+    """Download ``url`` to ``path`` atomically: a temporary file, verified, then renamed.
+
+    Raises ``_Failed`` naming what went wrong; no partial file is left behind.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    hint = (
-        f"Could not download {name!r} from {url}. To work offline, set {DATA_VARIABLE} to a "
-        f"folder holding a copy of {name!r} (or pass data_dir=...)."
-    )
     try:
         digest = hashlib.sha256()
         with os.fdopen(fd, "wb") as out:
@@ -135,37 +172,71 @@ def _download(name: str, url: str, sha256: str, path: pathlib.Path) -> None:
                             digest.update(block)
                             received += len(block)
                             bar.update(len(block))
-            except (OSError, http.client.HTTPException) as err:  # URLError is an OSError
-                raise DownloadError(f"{hint} Reason: {err}") from err
+            except urllib.error.HTTPError as err:
+                raise _Failed(f"HTTP error {err.code} {err.reason}") from err
+            except urllib.error.URLError as err:
+                raise _Failed(f"could not connect ({err.reason})") from err
+            except (OSError, http.client.HTTPException) as err:
+                raise _Failed(f"connection failed ({type(err).__name__}: {err})") from err
             if size is not None and received != size:
-                raise DownloadError(f"{hint} Reason: received {received} of {size} bytes.")
+                raise _Failed(f"short read: received {received} of {size} bytes")
         actual = digest.hexdigest()
         if actual != sha256:
-            raise ValueError(
-                f"checksum mismatch for {name!r} downloaded from {url}: expected sha256 "
-                f"{sha256}, got {actual}; the download was discarded."
-            )
+            raise _Failed(f"checksum mismatch: got sha256 {actual}")
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
 
 
+def _download_first(name: str, urls: tuple[str, ...], sha256: str, path: pathlib.Path) -> str:
+    """Download ``name`` from the first of ``urls`` that serves the file of sha256 ``sha256``;
+    return that address. Each failure is reported on stderr and the next address tried."""
+    failures = []
+    for url in urls:
+        try:
+            _download(name, url, sha256, path)
+        except _Failed as err:
+            failures.append((url, str(err)))
+            tqdm.write(f"{name}: {url} failed: {err}", file=sys.stderr)
+            continue
+        tqdm.write(f"{name}: downloaded from {url}", file=sys.stderr)
+        return url
+    tried = "".join(f"\n  {url}: {reason}" for url, reason in failures)
+    every_checksum = all(reason.startswith("checksum mismatch") for _, reason in failures)
+    error = ValueError if every_checksum else DownloadError
+    raise error(
+        f"Could not download {name!r} (expected sha256 {sha256}); "
+        f"{'the address' if len(urls) == 1 else f'each of its {len(urls)} addresses'} failed:"
+        f"{tried}\nTo place the file by hand, download it from one of these addresses and save "
+        f"it as {path}, or set {DATA_VARIABLE} to a folder holding a copy of {name!r} "
+        f"(or pass data_dir=...)."
+    )
+
+
 def fetch(name: str, data_dir=None) -> pathlib.Path:
-    """Path of a verified local copy of ``name`` (a key of ``FILES``), downloading if missing."""
+    """Path of a verified local copy of ``name`` (a key of ``FILES``), downloading if missing.
+
+    The file's addresses are tried in order until one serves the expected bytes. A download
+    that fails everywhere raises ``DownloadError`` (``ValueError`` when every address served
+    other bytes), naming each address and what went wrong there.
+    """
     if name not in FILES:
         raise ValueError(f"name must be one of {sorted(FILES)}, got {name!r}")
-    url, sha256 = FILES[name]
+    urls, sha256 = FILES[name]
+    urls = (urls,) if isinstance(urls, str) else tuple(urls)
+    if not urls:
+        raise ValueError(f"FILES[{name!r}] lists no address to download it from")
     path = resolve_data_dir(data_dir) / name
     if not path.exists():
-        _download(name, url, sha256, path)
+        _download_first(name, urls, sha256, path)
         return path
     actual = _sha256(path)
     if actual != sha256:
         raise ValueError(
             f"checksum mismatch for {path}: expected sha256 {sha256}, got {actual}. "
             f"The file is corrupt or not the expected version: delete it and retry, "
-            f"and it will be downloaded again from {url}."
+            f"and it will be downloaded again from {' or '.join(urls)}."
         )
     return path
 

@@ -8,10 +8,12 @@ import hashlib
 import http.server
 import os
 import pathlib
+import re
 import socket
 import subprocess
 import sys
 import threading
+import urllib.parse
 
 import pytest
 import torch
@@ -71,7 +73,9 @@ class Server:
             def log_message(self, *args):
                 pass
 
-        handler = functools.partial(Handler, directory=str(root))
+        self.start(functools.partial(Handler, directory=str(root)))
+
+    def start(self, handler):
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.01,), daemon=True)
@@ -81,6 +85,46 @@ class Server:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join()
+
+
+class Scripted(Server):
+    """A real HTTP server on 127.0.0.1 answering each path as scripted: ``(status, body,
+    announced length or None)``; a body shorter than announced is a dropped connection."""
+
+    def __init__(self, answers: dict[str, tuple[int, bytes, int | None]]):
+        self.requests = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                server.requests.append(self.path)
+                status, body, announced = answers[self.path]
+                self.send_response(status)
+                length = len(body) if announced is None else announced
+                self.send_header("Content-Length", str(length))
+                self.end_headers()
+                self.wfile.write(body)
+                self.wfile.flush()
+                self.close_connection = True
+
+            def log_message(self, *args):
+                pass
+
+        self.start(Handler)
+
+
+@pytest.fixture
+def scripted():
+    """Starts ``Scripted`` servers, closed after the test."""
+    servers = []
+
+    def start(answers):
+        servers.append(Scripted(answers))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
 
 
 @pytest.fixture
@@ -108,7 +152,8 @@ def serve(remote, monkeypatch, truncate=False):
     """Start a server for ``remote`` and point every entry of ``FILES`` at it."""
     server = Server(remote, truncate)
     files = {
-        name: (f"{server.url}/{name}", sha256((remote / name).read_bytes())) for name in data.FILES
+        name: ((f"{server.url}/{name}",), sha256((remote / name).read_bytes()))
+        for name in data.FILES
     }
     monkeypatch.setattr(data, "FILES", files)
     return server
@@ -149,12 +194,25 @@ def test_files_registry_names_every_file_with_its_canonical_address():
               "mnist/t10k-images-idx3-ubyte.gz", "mnist/t10k-labels-idx1-ubyte.gz",
               "temperatures/daily-min-temperatures.csv"}
     assert set(data.FILES) == names
-    for name, (url, digest) in data.FILES.items():
+    for name, (urls, digest) in data.FILES.items():
+        url = urls[0]  # the canonical address comes first
         assert url.startswith("https://") and url.endswith(name.split("/")[-1])
         assert len(digest) == 64 and int(digest, 16) >= 0
-    assert data.FILES["multi30k/val.de.gz"][0] == (
+    assert data.FILES["multi30k/val.de.gz"][0][0] == (
         "https://github.com/multi30k/dataset/raw/master/data/task1/raw/val.de.gz"
     )
+
+
+def test_every_file_has_a_mirror_on_another_host():
+    for name, (urls, _) in data.FILES.items():
+        assert isinstance(urls, tuple) and len(urls) >= 2, name
+        assert len(set(urls)) == len(urls), name
+        assert all(url.startswith("https://") for url in urls), name
+        hosts = {urllib.parse.urlsplit(url).hostname for url in urls}
+        assert len(hosts) >= 2, f"{name}: every address on {hosts}"
+        for url in urls:
+            if urllib.parse.urlsplit(url).hostname == "cdn.jsdelivr.net":
+                assert re.search(r"@[0-9a-f]{40}/", url), f"{url} is not pinned to a commit"
 
 
 def test_resolution_order_argument_then_variable_then_cache(tmp_path, monkeypatch):
@@ -220,8 +278,8 @@ def test_a_present_file_is_never_downloaded(server, tmp_path, remote, monkeypatc
 
 
 def test_checksum_mismatch_on_download_discards_the_file(server, local, monkeypatch):
-    url, good = data.FILES[SHAKESPEARE]
-    monkeypatch.setitem(data.FILES, SHAKESPEARE, (url, "0" * 64))
+    urls, good = data.FILES[SHAKESPEARE]
+    monkeypatch.setitem(data.FILES, SHAKESPEARE, (urls, "0" * 64))
     with pytest.raises(ValueError, match="checksum mismatch") as info:
         data.fetch(SHAKESPEARE)
     message = str(info.value)
@@ -267,6 +325,106 @@ def test_http_error_is_a_download_error(server, local, monkeypatch):
     monkeypatch.setitem(data.FILES, SHAKESPEARE, (server.url + "/missing.txt", "0" * 64))
     with pytest.raises(data.DownloadError, match="404"):
         data.fetch(SHAKESPEARE)
+    assert files_under(local) == []
+
+
+# ------------------------------------------------------------------------------ mirrors
+
+
+def use_addresses(monkeypatch, name: str, urls: tuple[str, ...], raw: bytes = TEXT.encode()):
+    """Give ``name`` these addresses, expecting the bytes ``raw``."""
+    monkeypatch.setitem(data.FILES, name, (urls, sha256(raw)))
+
+
+def test_a_refused_address_falls_back_to_the_next(server, local, monkeypatch, capsys):
+    refused = f"http://127.0.0.1:{closed_port()}/input.txt"
+    mirror = f"{server.url}/{SHAKESPEARE}"
+    use_addresses(monkeypatch, SHAKESPEARE, (refused, mirror))
+    path = data.fetch(SHAKESPEARE)
+    assert path.read_bytes() == TEXT.encode()
+    assert server.requests == ["/" + SHAKESPEARE]
+    assert files_under(local) == [SHAKESPEARE]
+    err = capsys.readouterr().err
+    assert f"{SHAKESPEARE}: {refused} failed: could not connect" in err and "refused" in err
+    assert f"{SHAKESPEARE}: downloaded from {mirror}" in err
+
+
+def test_wrong_bytes_from_one_address_do_not_stop_the_next(
+    server, scripted, local, monkeypatch, capsys
+):
+    other = b"Second Citizen:\n"
+    wrong = scripted({"/input.txt": (200, other, None)})
+    mirror = f"{server.url}/{SHAKESPEARE}"
+    use_addresses(monkeypatch, SHAKESPEARE, (wrong.url + "/input.txt", mirror))
+    assert data.tiny_shakespeare() == TEXT
+    assert wrong.requests == ["/input.txt"] and server.requests == ["/" + SHAKESPEARE]
+    assert files_under(local) == [SHAKESPEARE]
+    err = capsys.readouterr().err
+    assert f"{wrong.url}/input.txt failed: checksum mismatch: got sha256 {sha256(other)}" in err
+    assert f"{SHAKESPEARE}: downloaded from {mirror}" in err
+
+
+@pytest.mark.parametrize("status", [404, 500])
+def test_an_http_error_falls_back_to_the_next(
+    status, server, scripted, local, monkeypatch, capsys
+):
+    failing = scripted({"/input.txt": (status, b"no file here\n", None)})
+    mirror = f"{server.url}/{SHAKESPEARE}"
+    use_addresses(monkeypatch, SHAKESPEARE, (failing.url + "/input.txt", mirror))
+    assert data.fetch(SHAKESPEARE).read_bytes() == TEXT.encode()
+    assert failing.requests == ["/input.txt"]
+    assert files_under(local) == [SHAKESPEARE]
+    err = capsys.readouterr().err
+    assert f"{failing.url}/input.txt failed: HTTP error {status}" in err
+    assert f"{SHAKESPEARE}: downloaded from {mirror}" in err
+
+
+def reasons(message: str) -> dict[str, str]:
+    """The error's ``address: what went wrong`` lines, in order."""
+    return dict(line.strip().split(": ", 1) for line in message.splitlines() if line[:2] == "  ")
+
+
+def test_when_every_address_fails_the_error_names_each_and_what_it_did(
+    scripted, local, monkeypatch
+):
+    raw = TEXT.encode()
+    other = b"Second Citizen:\n"
+    refused = f"http://127.0.0.1:{closed_port()}/input.txt"
+    remote = scripted({
+        "/missing": (404, b"no file here\n", None),
+        "/broken": (500, b"internal error\n", None),
+        "/other": (200, other, None),
+        "/short": (200, raw[:10], len(raw)),
+    })
+    urls = (refused, *(remote.url + path for path in ("/missing", "/broken", "/other", "/short")))
+    use_addresses(monkeypatch, SHAKESPEARE, urls, raw)
+    with pytest.raises(data.DownloadError) as info:
+        data.fetch(SHAKESPEARE)
+    message = str(info.value)
+    said = reasons(message)
+    assert list(said) == list(urls)  # every address, in the order tried
+    assert said[refused].startswith("could not connect") and "refused" in said[refused]
+    assert said[urls[1]].startswith("HTTP error 404")
+    assert said[urls[2]].startswith("HTTP error 500")
+    assert said[urls[3]] == f"checksum mismatch: got sha256 {sha256(other)}"
+    assert said[urls[4]] == f"short read: received 10 of {len(raw)} bytes"
+    assert repr(SHAKESPEARE) in message and sha256(raw) in message
+    assert "SEQLIB_DATA_DIR" in message and str(local / SHAKESPEARE) in message
+    assert remote.requests == ["/missing", "/broken", "/other", "/short"]
+    assert files_under(local) == []  # no partial or unverified file left behind
+
+
+def test_when_every_address_serves_other_bytes_it_is_a_value_error(scripted, local, monkeypatch):
+    one, two = b"one\n", b"two\n"
+    remote = scripted({"/a": (200, one, None), "/b": (200, two, None)})
+    urls = (remote.url + "/a", remote.url + "/b")
+    use_addresses(monkeypatch, SHAKESPEARE, urls)
+    with pytest.raises(ValueError, match="checksum mismatch") as info:
+        data.fetch(SHAKESPEARE)
+    assert not isinstance(info.value, data.DownloadError)
+    said = reasons(str(info.value))
+    assert said == {urls[0]: f"checksum mismatch: got sha256 {sha256(one)}",
+                    urls[1]: f"checksum mismatch: got sha256 {sha256(two)}"}
     assert files_under(local) == []
 
 
