@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from seqlib.rnn import RNN, check_sequence, check_state
+from seqlib.checks import check_sequence, check_state
+from seqlib.rnn import RNN
 
 # sigma_dot, the derivative of the scalar activation, written in terms of its value h = sigma(z)
 SIGMA_DOT = {

@@ -28,11 +28,11 @@ from torch import nn
 
 from seqlib import translate as tr
 from seqlib.attention import Attention
+from seqlib.checks import check_ids, positive_int
 from seqlib.decoding import beam_search, greedy
 from seqlib.digits import HEIGHT, MAX_DIGITS, WIDTH, check_strips, compose, vocab
-from seqlib.rnn import positive_int
 from seqlib.seq2seq import AttentionSeq2Seq, Decoder, Seq2Seq, make_unit, reorder_state
-from seqlib.text import check_ids, pad_batch
+from seqlib.text import pad_batch
 from seqlib.training import cached, train
 from seqlib.utils import seed_everything
 

@@ -7,7 +7,7 @@ tokens, as seqlib.text.pad_batch makes it) to one vector per sentence (B, d), an
 a linear layer to the logits of the classes (B, q); S_softmax of the logits is y_hat. Keeping
 the two apart lets any encoder be trained, or pretrained elsewhere, under the same head.
 
-Batches are checked by seqlib.seq2seq.check_source. The encoders, each exact under padding
+Batches are checked by seqlib.checks.check_source. The encoders, each exact under padding
 (a padded batch gives each sentence the output it gets alone; tests/test_classify.py checks
 it):
 
@@ -28,10 +28,9 @@ Tensors are (batch, time, features). The experiment on the sentence polarity dat
 import torch
 from torch import nn
 
+from seqlib.checks import check_source, positive_int
 from seqlib.gated import GRU, LSTM
 from seqlib.positional import PositionalEmbedding
-from seqlib.rnn import positive_int
-from seqlib.seq2seq import check_source
 from seqlib.transformer import TransformerBlock
 
 CLASSES = ("negative", "positive")  # label 0 and 1 of seqlib.data.movie_reviews

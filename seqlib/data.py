@@ -33,6 +33,8 @@ import zlib
 import torch
 from tqdm.auto import tqdm
 
+from seqlib.checks import check_choice
+
 DATA_VARIABLE = "SEQLIB_DATA_DIR"
 SPLITS = ("train", "val", "test_2016_flickr")
 LANGUAGES = ("en", "fr", "de")
@@ -261,11 +263,6 @@ def _read_lines(path: pathlib.Path) -> list[str]:
     return [line.removesuffix("\r") for line in lines]
 
 
-def _check_choice(argument: str, value, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{argument} must be one of {list(allowed)}, got {value!r}")
-
-
 def multi30k(split: str, src: str = "en", tgt: str = "fr", data_dir=None) -> list[tuple[str, str]]:
     """Multi30k task 1 sentence pairs ``(source, target)`` for one split.
 
@@ -273,9 +270,9 @@ def multi30k(split: str, src: str = "en", tgt: str = "fr", data_dir=None) -> lis
     (1,000); ``src`` and ``tgt`` are two different languages among ``"en"``, ``"fr"``,
     ``"de"``. Line i of one language translates line i of the other.
     """
-    _check_choice("split", split, SPLITS)
-    _check_choice("src", src, LANGUAGES)
-    _check_choice("tgt", tgt, LANGUAGES)
+    check_choice("split", split, SPLITS)
+    check_choice("src", src, LANGUAGES)
+    check_choice("tgt", tgt, LANGUAGES)
     if src == tgt:
         others = [lang for lang in LANGUAGES if lang != src]
         raise ValueError(f"src and tgt must differ, got {src!r} for both (tgt one of {others})")

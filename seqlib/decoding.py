@@ -26,8 +26,7 @@ import contextlib
 import torch
 from torch import nn
 
-from seqlib.rnn import positive_int
-from seqlib.seq2seq import check_source
+from seqlib.checks import check_source, positive_int
 
 NEG_INF = float("-inf")
 

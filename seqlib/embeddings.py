@@ -24,15 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlib.text import SPECIALS, check_ids
-
-
-def _check_int(name: str, value, low: int) -> None:
-    """Raise unless ``value`` is an int >= ``low``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
+from seqlib.checks import check_ids, check_int
+from seqlib.text import SPECIALS
 
 
 def _check_counts(counts) -> torch.Tensor:
@@ -51,7 +44,7 @@ def skipgram_pairs(ids: torch.Tensor, window: int) -> tuple[torch.Tensor, torch.
     interior word appears as centre 2 * window times. Pairs are grouped by distance.
     """
     check_ids(ids, name="ids", dim=1)
-    _check_int("window", window, 1)
+    check_int("window", window, 1)
     if len(ids) < 2:
         raise ValueError(f"ids must hold at least 2 tokens, got {len(ids)}")
     centres, contexts = [], []
@@ -68,7 +61,7 @@ def cbow_examples(ids: torch.Tensor, window: int) -> tuple[torch.Tensor, torch.T
     N = len(ids) - 2 * window (positions too close to either end have no full context).
     """
     check_ids(ids, name="ids", dim=1)
-    _check_int("window", window, 1)
+    check_int("window", window, 1)
     if len(ids) < 2 * window + 1:
         raise ValueError(f"ids must hold at least 2 * window + 1 = {2 * window + 1} tokens, "
                          f"got {len(ids)}")
@@ -142,8 +135,8 @@ class Word2Vec(nn.Module):
 
     def __init__(self, vocab_size: int, dim: int):
         super().__init__()
-        _check_int("vocab_size", vocab_size, 1)
-        _check_int("dim", dim, 1)
+        check_int("vocab_size", vocab_size, 1)
+        check_int("dim", dim, 1)
         self.vocab_size, self.dim = vocab_size, dim
         self.in_embed = nn.Embedding(vocab_size, dim)  # v_w, the word vectors
         self.out_embed = nn.Embedding(vocab_size, dim)  # u_w
@@ -233,7 +226,7 @@ def nearest_neighbours(weight: torch.Tensor, vocab, query, k: int = 5,
     elif not isinstance(query, torch.Tensor) or query.shape != weight.shape[1:]:
         raise ValueError(f"query must be a word or a vector of shape ({weight.shape[1]},), got "
                          f"{tuple(query.shape) if isinstance(query, torch.Tensor) else query!r}")
-    _check_int("k", k, 1)
+    check_int("k", k, 1)
     cos = cosine_similarity(weight.detach(), query.detach().to(weight.dtype))  # (V,)
     cos[[stoi[w] for w in left_out]] = -float("inf")
     if k > len(itos) - len(set(left_out)):

@@ -23,9 +23,10 @@ import os
 import torch
 from torch import nn
 
+from seqlib.checks import positive_int
 from seqlib.gated import GRU, LSTM
 from seqlib.lm import lr_factor
-from seqlib.rnn import RNN, positive_int
+from seqlib.rnn import RNN
 from seqlib.training import cached, train
 
 UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}

@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqlib.checks import positive_int
 from seqlib.lm import lr_factor
-from seqlib.rnn import positive_int
 from seqlib.training import cached, train
 
 FIT_KEYS = ("lengths", "batch_size", "steps", "lr", "warmup", "symbols", "seed")

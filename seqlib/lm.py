@@ -25,10 +25,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib import decoding
+from seqlib.checks import check_ids, check_source, positive_int
 from seqlib.gated import GRU, LSTM
-from seqlib.rnn import RNN, positive_int
-from seqlib.seq2seq import check_source
-from seqlib.text import SPECIALS, Vocab, check_ids
+from seqlib.rnn import RNN
+from seqlib.text import SPECIALS, Vocab
 from seqlib.training import cache_path, cached, own_randomness, run_in_processes, train
 from seqlib.utils import seed_everything
 

@@ -20,7 +20,7 @@ A score is the log-odds-like margin of class 1 (positive): > 0 predicts class 1.
 
 import torch
 
-from seqlib.rnn import positive_int
+from seqlib.checks import positive_int
 
 
 def ngrams(tokens: list, n: int) -> set:

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from seqlib.attention import _check_tensor, _uniform
-from seqlib.rnn import positive_int
+from seqlib.checks import positive_int
 
 KINDS = ("sinusoidal", "learned")
 COMBINE = ("add", "append")

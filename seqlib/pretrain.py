@@ -31,10 +31,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib import sentiment
+from seqlib.checks import check_source, positive_int
 from seqlib.classify import Classifier, TransformerEncoder, reverse_padded
 from seqlib.gated import LSTM
-from seqlib.rnn import positive_int
-from seqlib.seq2seq import check_source, freeze
+from seqlib.seq2seq import freeze
 from seqlib.text import SPECIALS, pad_batch
 from seqlib.training import cache_path, cached, own_randomness, run_in_processes, train
 from seqlib.translate import batch_indices

@@ -33,48 +33,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib import fastpath
+from seqlib.checks import check_sequence, check_state, positive_int
 
 ACTIVATIONS = {
     "tanh": torch.tanh,
     "relu": torch.relu,
     "identity": torch.positive,  # returns its input: the linear RNN of (7.12)
 }
-
-
-def check_sequence(x: torch.Tensor, input_size: int, name: str = "x") -> None:
-    """Raise a clear error unless `x` is a float (batch, time, input_size) tensor, T >= 1."""
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if not x.is_floating_point():
-        raise TypeError(
-            f"{name} must hold floats (one-hot or embedded tokens), got dtype {x.dtype}; "
-            "encode token ids with seqlib.text.one_hot or an nn.Embedding first"
-        )
-    if x.dim() != 3:
-        raise ValueError(
-            f"{name} must have 3 dimensions (batch, time, features), got shape {tuple(x.shape)}"
-        )
-    if x.shape[-1] != input_size:
-        raise ValueError(
-            f"{name} has {x.shape[-1]} features per step, expected input_size={input_size}"
-        )
-    if x.shape[0] == 0 or x.shape[1] == 0:
-        raise ValueError(f"{name} has an empty batch or sequence: shape {tuple(x.shape)}")
-
-
-def check_state(h0: torch.Tensor, expected: tuple, name: str = "h0") -> None:
-    """Raise a clear error unless the initial state `h0` has the `expected` shape."""
-    if not isinstance(h0, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(h0).__name__}")
-    if tuple(h0.shape) != tuple(expected):
-        raise ValueError(f"{name} has shape {tuple(h0.shape)}, expected {tuple(expected)}")
-
-
-def positive_int(name: str, value) -> int:
-    """Return `value` if it is a positive int, else raise a ValueError naming `name`."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
 
 
 class Cell(nn.Module):

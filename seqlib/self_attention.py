@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib.attention import _check_tensor, _uniform, attend, visible_keys
-from seqlib.rnn import positive_int
+from seqlib.checks import positive_int
 
 
 def causal_mask(T_q: int, T_k: int | None = None, device=None,

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqlib.checks import check_ids, positive_int
 from seqlib.classify import build
 from seqlib.embeddings import (
     SkipGram,
@@ -35,8 +36,7 @@ from seqlib.embeddings import (
     subsample,
 )
 from seqlib.ngrams import NBSVM
-from seqlib.rnn import positive_int
-from seqlib.text import check_ids, pad_batch, word_tokenize, word_vocab
+from seqlib.text import pad_batch, word_tokenize, word_vocab
 from seqlib.training import cached, train
 from seqlib.translate import batch_indices
 from seqlib.utils import seed_everything

@@ -32,9 +32,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib.attention import SCORES, Attention
+from seqlib.checks import check_ids, check_source, positive_int
 from seqlib.gated import GRU, LSTM
-from seqlib.rnn import RNN, Recurrent, positive_int
-from seqlib.text import check_ids
+from seqlib.rnn import RNN, Recurrent
 
 UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
 
@@ -47,30 +47,6 @@ def freeze(module: nn.Module) -> nn.Module:
 def unfreeze(module: nn.Module) -> nn.Module:
     """Train `module` again (requires_grad = True on its parameters); returns it."""
     return module.requires_grad_(True)
-
-
-def check_source(src, src_mask, vocab_size: int | None = None) -> torch.Tensor:
-    """Check a padded source batch, src (B, S) ids and src_mask (B, S) bool, True at real
-    tokens, padding at the end only, at least one real token per sentence. Returns the
-    lengths (B,)."""
-    check_ids(src, name="src", dim=2, vocab_size=vocab_size)
-    if not isinstance(src_mask, torch.Tensor) or src_mask.dtype != torch.bool:
-        got = src_mask.dtype if isinstance(src_mask, torch.Tensor) else type(src_mask).__name__
-        raise TypeError(f"src_mask must be a bool tensor (True at real tokens), got {got}")
-    if src_mask.shape != src.shape:
-        raise ValueError(f"src_mask has shape {tuple(src_mask.shape)}, expected "
-                         f"{tuple(src.shape)} like src")
-    B, S = src.shape
-    if B == 0 or S == 0:
-        raise ValueError(f"the source batch is empty: src has shape {(B, S)}")
-    lengths = src_mask.sum(1)  # (B,)
-    if (lengths == 0).any():
-        raise ValueError(f"source sentence {(lengths == 0).nonzero()[0].item()} is empty "
-                         "(no real token in src_mask): there is nothing to encode")
-    if not torch.equal(src_mask, torch.arange(S, device=src.device) < lengths[:, None]):
-        raise ValueError("src_mask must be True on a prefix of each row (padding at the end "
-                         "only), as seqlib.text.pad_batch returns")
-    return lengths
 
 
 def reverse_source(src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:

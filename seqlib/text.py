@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
+from seqlib.checks import check_ids, check_int
+
 EMPTY, UNK, START, STOP = "<empty>", "<unk>", "<start>", "<stop>"
 SPECIALS = (EMPTY, UNK, START, STOP)
 LEVELS = ("char", "word")
@@ -55,14 +57,6 @@ def word_tokenize(text: str) -> list[str]:
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     text = unicodedata.normalize("NFC", text.lower()).replace("\u2019", "'")  # ’ -> '
     return _WORD_TOKEN.findall(text)
-
-
-def _check_int(name: str, value, low: int) -> None:
-    """Raise unless ``value`` is an int >= ``low``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
 
 
 def _check_tokens(tokens, level: str, name: str = "tokens") -> list[str]:
@@ -110,9 +104,9 @@ class Vocab:
         if isinstance(sequences, str) or not isinstance(sequences, Iterable):
             raise TypeError("sequences must be an iterable of token lists, got "
                             f"{type(sequences).__name__}")
-        _check_int("min_freq", min_freq, 1)
+        check_int("min_freq", min_freq, 1)
         if max_size is not None:
-            _check_int("max_size", max_size, len(SPECIALS))  # room for the specials
+            check_int("max_size", max_size, len(SPECIALS))  # room for the specials
         seen = Counter()
         for i, tokens in enumerate(sequences):
             seen.update(_check_tokens(tokens, level, f"sequences[{i}]"))
@@ -244,30 +238,8 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = 0):
     return ids, mask
 
 
-def check_ids(ids, *, name: str = "ids", dim: int | None = None,
-              vocab_size: int | None = None, nonempty: bool = False) -> torch.Tensor:
-    """Return `ids` if it is an integer tensor of token ids, else raise a clear error.
-
-    Optionally checks the number of dimensions, that it is not empty, and that every id
-    lies in [0, vocab_size): the one check of token ids shared by every model of the book.
-    """
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(ids).__name__}")
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
-    if dim is not None and ids.dim() != dim:
-        raise ValueError(f"{name} must have {dim} dimension(s), got shape {tuple(ids.shape)}")
-    if nonempty and ids.numel() == 0:
-        raise ValueError(f"{name} is empty: shape {tuple(ids.shape)}")
-    top = float("inf") if vocab_size is None else vocab_size
-    if ids.numel() and (ids.min() < 0 or ids.max() >= top):
-        bad = ids[(ids < 0) | (ids >= top)].unique().tolist()[:10]
-        raise ValueError(f"{name} must lie in [0, {top}) (the vocabulary), got {bad}")
-    return ids
-
-
 def one_hot(ids: torch.Tensor, num_classes: int) -> torch.Tensor:
     """Float one-hot encoding, shape (..., num_classes): the inputs x_t of a character model."""
-    _check_int("num_classes", num_classes, 1)
+    check_int("num_classes", num_classes, 1)
     check_ids(ids, vocab_size=num_classes)
     return torch.nn.functional.one_hot(ids.long(), num_classes).float()

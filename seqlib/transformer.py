@@ -21,11 +21,10 @@ import math
 import torch
 from torch import nn
 
+from seqlib.checks import check_ids, check_source, positive_int
 from seqlib.positional import PositionalEmbedding
-from seqlib.rnn import positive_int
 from seqlib.self_attention import MultiHeadAttention
-from seqlib.seq2seq import check_source
-from seqlib.text import check_ids, pad_batch
+from seqlib.text import pad_batch
 
 
 class LayerNorm(nn.Module):

@@ -23,9 +23,9 @@ import sacrebleu
 import torch
 
 from seqlib.bpe import BPE
+from seqlib.checks import positive_int
 from seqlib.data import multi30k
 from seqlib.decoding import beam_search, greedy, sample
-from seqlib.rnn import positive_int
 from seqlib.seq2seq import masked_cross_entropy
 from seqlib.text import UNK, Vocab, pad_batch, word_tokenize, word_vocab
 from seqlib.training import cache_path, cached, run_in_processes, train

@@ -19,9 +19,8 @@ seqlib.lm's training, evaluation and generation take it unchanged.
 import torch
 from torch import nn
 
+from seqlib.checks import check_ids, positive_int
 from seqlib.lm import RecurrentLM, matched_hidden_size, parameter_count
-from seqlib.rnn import positive_int
-from seqlib.text import check_ids
 from seqlib.utils import seed_everything
 
 

@@ -6,12 +6,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from seqlib.checks import check_source
 from seqlib.gated import GRU, LSTM
 from seqlib.rnn import RNN
 from seqlib.seq2seq import (
     AttentionSeq2Seq,
     Seq2Seq,
-    check_source,
     freeze,
     masked_cross_entropy,
     masked_recur,

@@ -10,9 +10,10 @@ the reset gate acts, before the product (the chapter's form) or after it
 (`reset_after=True`, PyTorch's).
 """
 
+from seqlib.checks import positive_int
 from seqlib.diagrams import arrow, box, canvas, label, op, time_label
 from seqlib.gated import GRUCell, LSTMCell
-from seqlib.rnn import Recurrent, positive_int
+from seqlib.rnn import Recurrent
 
 REVERSE = "#b45f06"  # the arrows of the reverse direction
 SIG, TANH = r"$S_{\mathrm{Sig}}(\cdot)$", r"$S_{\mathrm{Tanh}}(\cdot)$"

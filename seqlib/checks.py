@@ -1,0 +1,103 @@
+"""The argument checks every module shares: each raises a clear TypeError or ValueError
+naming the argument, what it received and what was expected.
+
+Tensors are (batch, time, features) everywhere; token ids are integer (batch, time) tensors.
+"""
+
+import torch
+
+
+def positive_int(name: str, value) -> int:
+    """Return `value` if it is a positive int, else raise a ValueError naming `name`."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def check_int(name: str, value, low: int) -> None:
+    """Raise unless ``value`` is an int >= ``low``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
+
+
+def check_choice(name: str, value, allowed: tuple) -> None:
+    """Raise unless ``value`` is one of ``allowed``."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+
+
+def check_ids(ids, *, name: str = "ids", dim: int | None = None,
+              vocab_size: int | None = None, nonempty: bool = False) -> torch.Tensor:
+    """Return `ids` if it is an integer tensor of token ids, else raise a clear error.
+
+    Optionally checks the number of dimensions, that it is not empty, and that every id
+    lies in [0, vocab_size): the one check of token ids shared by every model of the book.
+    """
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
+    if dim is not None and ids.dim() != dim:
+        raise ValueError(f"{name} must have {dim} dimension(s), got shape {tuple(ids.shape)}")
+    if nonempty and ids.numel() == 0:
+        raise ValueError(f"{name} is empty: shape {tuple(ids.shape)}")
+    top = float("inf") if vocab_size is None else vocab_size
+    if ids.numel() and (ids.min() < 0 or ids.max() >= top):
+        bad = ids[(ids < 0) | (ids >= top)].unique().tolist()[:10]
+        raise ValueError(f"{name} must lie in [0, {top}) (the vocabulary), got {bad}")
+    return ids
+
+
+def check_source(src, src_mask, vocab_size: int | None = None) -> torch.Tensor:
+    """Check a padded source batch, src (B, S) ids and src_mask (B, S) bool, True at real
+    tokens, padding at the end only, at least one real token per sentence. Returns the
+    lengths (B,)."""
+    check_ids(src, name="src", dim=2, vocab_size=vocab_size)
+    if not isinstance(src_mask, torch.Tensor) or src_mask.dtype != torch.bool:
+        got = src_mask.dtype if isinstance(src_mask, torch.Tensor) else type(src_mask).__name__
+        raise TypeError(f"src_mask must be a bool tensor (True at real tokens), got {got}")
+    if src_mask.shape != src.shape:
+        raise ValueError(f"src_mask has shape {tuple(src_mask.shape)}, expected "
+                         f"{tuple(src.shape)} like src")
+    B, S = src.shape
+    if B == 0 or S == 0:
+        raise ValueError(f"the source batch is empty: src has shape {(B, S)}")
+    lengths = src_mask.sum(1)  # (B,)
+    if (lengths == 0).any():
+        raise ValueError(f"source sentence {(lengths == 0).nonzero()[0].item()} is empty "
+                         "(no real token in src_mask): there is nothing to encode")
+    if not torch.equal(src_mask, torch.arange(S, device=src.device) < lengths[:, None]):
+        raise ValueError("src_mask must be True on a prefix of each row (padding at the end "
+                         "only), as seqlib.text.pad_batch returns")
+    return lengths
+
+
+def check_sequence(x: torch.Tensor, input_size: int, name: str = "x") -> None:
+    """Raise a clear error unless `x` is a float (batch, time, input_size) tensor, T >= 1."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(
+            f"{name} must hold floats (one-hot or embedded tokens), got dtype {x.dtype}; "
+            "encode token ids with seqlib.text.one_hot or an nn.Embedding first"
+        )
+    if x.dim() != 3:
+        raise ValueError(
+            f"{name} must have 3 dimensions (batch, time, features), got shape {tuple(x.shape)}"
+        )
+    if x.shape[-1] != input_size:
+        raise ValueError(
+            f"{name} has {x.shape[-1]} features per step, expected input_size={input_size}"
+        )
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"{name} has an empty batch or sequence: shape {tuple(x.shape)}")
+
+
+def check_state(h0: torch.Tensor, expected: tuple, name: str = "h0") -> None:
+    """Raise a clear error unless the initial state `h0` has the `expected` shape."""
+    if not isinstance(h0, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(h0).__name__}")
+    if tuple(h0.shape) != tuple(expected):
+        raise ValueError(f"{name} has shape {tuple(h0.shape)}, expected {tuple(expected)}")
