@@ -31,7 +31,8 @@ from seqlib.attention import Attention
 from seqlib.checks import check_ids, positive_int
 from seqlib.decoding import beam_search, greedy
 from seqlib.digits import HEIGHT, MAX_DIGITS, WIDTH, check_strips, compose, vocab
-from seqlib.seq2seq import AttentionSeq2Seq, Decoder, Seq2Seq, make_unit, reorder_state
+from seqlib.gated import make_unit
+from seqlib.seq2seq import AttentionSeq2Seq, Decoder, Seq2Seq, reorder_state
 from seqlib.text import pad_batch
 from seqlib.training import cached, train
 from seqlib.utils import seed_everything

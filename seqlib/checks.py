@@ -101,3 +101,12 @@ def check_state(h0: torch.Tensor, expected: tuple, name: str = "h0") -> None:
         raise TypeError(f"{name} must be a torch.Tensor, got {type(h0).__name__}")
     if tuple(h0.shape) != tuple(expected):
         raise ValueError(f"{name} has shape {tuple(h0.shape)}, expected {tuple(expected)}")
+
+
+def check_mask(mask: torch.Tensor, shape: tuple, name: str = "mask") -> None:
+    """Raise a clear error unless `mask` is a bool tensor of the (batch, time) `shape`."""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise TypeError(f"{name} must be a bool tensor (True at real steps), got {got}")
+    if tuple(mask.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {tuple(mask.shape)}, expected {tuple(shape)}")

@@ -31,22 +31,11 @@ from torch import nn
 from seqlib.checks import check_source, positive_int
 from seqlib.gated import GRU, LSTM
 from seqlib.positional import PositionalEmbedding
+from seqlib.text import reverse_padded
 from seqlib.transformer import TransformerBlock
 
 CLASSES = ("negative", "positive")  # label 0 and 1 of seqlib.data.movie_reviews
 KINDS = ("bag", "lstm", "bilstm", "bigru", "transformer")
-
-
-def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """Reverse the first lengths[b] steps of each row of x (B, T, ...); padding stays last.
-    Its own inverse. The reverse unit of (7.14) reads this, so it starts at each
-    sentence's last token, not at the padding."""
-    T = x.shape[1]
-    t = torch.arange(T, device=x.device)
-    source = lengths[:, None] - 1 - t  # (B, T): step t reads step len - 1 - t ...
-    source = torch.where(source >= 0, source, t)  # ... and the padding stays where it is
-    index = source.view(*source.shape, *[1] * (x.dim() - 2)).expand_as(x)
-    return x.gather(1, index)
 
 
 class BagOfEmbeddings(nn.Module):

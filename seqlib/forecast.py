@@ -24,12 +24,9 @@ import torch
 from torch import nn
 
 from seqlib.checks import positive_int
-from seqlib.gated import GRU, LSTM
+from seqlib.gated import UNITS
 from seqlib.lm import lr_factor
-from seqlib.rnn import RNN
 from seqlib.training import cached, train
-
-UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
 
 
 def check_series(x, name: str = "history", min_length: int = 1) -> torch.Tensor:

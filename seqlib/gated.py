@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from seqlib import fastpath
-from seqlib.rnn import Cell, Recurrent
+from seqlib.rnn import RNN, Cell, Recurrent
 
 
 class LSTMCell(Cell):
@@ -234,3 +234,14 @@ class GRU(Recurrent):
     def from_torch(cls, gru: nn.GRU, **options) -> "GRU":
         """A seqlib GRU, in PyTorch's form (reset_after=True), with the weights of `gru`."""
         return super().from_torch(gru, reset_after=True, **options)
+
+
+UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}  # the recurrent units by name
+
+
+def make_unit(unit: str, input_size: int, hidden_size: int, **options) -> Recurrent:
+    """seqlib.RNN, LSTM or GRU by name, "rnn", "lstm" or "gru", with Recurrent's options
+    (num_layers, bidirectional, fast, output_size)."""
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {sorted(UNITS)}, got {unit!r}")
+    return UNITS[unit](input_size, hidden_size, **options)

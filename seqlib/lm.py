@@ -26,13 +26,11 @@ from torch import nn
 
 from seqlib import decoding
 from seqlib.checks import check_ids, check_source, positive_int
-from seqlib.gated import GRU, LSTM
-from seqlib.rnn import RNN
+from seqlib.gated import UNITS
 from seqlib.text import SPECIALS, Vocab
 from seqlib.training import cache_path, cached, own_randomness, run_in_processes, train
 from seqlib.utils import seed_everything
 
-UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
 GATE_BLOCKS = {"rnn": 1, "gru": 3, "lstm": 4}  # G: blocks of (W_hh, W_hx, b_h) per layer
 
 # The character-level experiments' configurations, shared by the chapters so that their

@@ -32,10 +32,10 @@ from torch import nn
 
 from seqlib import sentiment
 from seqlib.checks import check_source, positive_int
-from seqlib.classify import Classifier, TransformerEncoder, reverse_padded
+from seqlib.classify import Classifier, TransformerEncoder
 from seqlib.gated import LSTM
 from seqlib.seq2seq import freeze
-from seqlib.text import SPECIALS, pad_batch
+from seqlib.text import SPECIALS, pad_batch, reverse_padded
 from seqlib.training import cache_path, cached, own_randomness, run_in_processes, train
 from seqlib.translate import batch_indices
 
@@ -92,7 +92,7 @@ class BiLM(nn.Module):
     def states(self, ids: torch.Tensor, mask: torch.Tensor):
         """The word vectors x (B, T, p) and the lists of each forward and backward layer's
         outputs (B, T, p), aligned with the words (the backward ones read each sentence
-        from its own last word, seqlib.classify.reverse_padded)."""
+        from its own last word, seqlib.text.reverse_padded)."""
         lengths = check_source(ids, mask, self.vocab_size)
         x = self.embedding(ids)  # (B, T, p)
         forward, backward = [], []

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib import fastpath
-from seqlib.checks import check_sequence, check_state, positive_int
+from seqlib.checks import check_mask, check_sequence, check_state, positive_int
 
 ACTIVATIONS = {
     "tanh": torch.tanh,
@@ -83,17 +83,23 @@ class Cell(nn.Module):
         """W_hx x^<t> + b_h for every step at once: (..., p) -> (..., G m), one product."""
         return F.linear(x, self.W_hx, self.b_h)
 
-    def scan(self, x: torch.Tensor, state: tuple, fast: bool = True):
+    def scan(self, x: torch.Tensor, state: tuple, fast: bool = True,
+             mask: torch.Tensor | None = None, reverse: bool = False):
         """Run the unit over x (B, T, p) from `state`; return states h (B, T, m), last state.
         The fast path runs `fast_scan` on the time-major x; the textbook path calls `step`,
-        the equations as written, at every step."""
-        if fast:
+        the equations as written, at every step. With `mask` (B, T), bool, the state is held
+        at the steps where it is False (padding); `reverse` runs the steps from the last."""
+        if fast and mask is None:
             H, state = self.fast_scan(x.transpose(0, 1).contiguous(), state)  # x (T, B, p)
             return H.transpose(0, 1), state  # (B, T, m)
-        hs = []
-        for x_t in x.unbind(1):  # unbind, not indexing: indexing is quadratic in backward
-            state = self.step(x_t, state)
-            hs.append(state[0])
+        step, inputs = ((self.fused_step, self.input_projection(x).unbind(1)) if fast else
+                        (self.step, x.unbind(1)))  # unbind: indexing is quadratic in backward
+        hs = [None] * len(inputs)
+        for t in reversed(range(len(inputs))) if reverse else range(len(inputs)):
+            new = step(inputs[t], state)
+            state = new if mask is None else tuple(  # update real steps, hold padded ones
+                torch.where(mask[:, t, None], n, s) for n, s in zip(new, state, strict=True))
+            hs[t] = state[0]
         return torch.stack(hs, dim=1), state
 
     def fast_scan(self, x: torch.Tensor, state: tuple):
@@ -210,9 +216,15 @@ class Recurrent(nn.Module):
         return [getattr(self, cell_name(layer, d))
                 for layer in range(self.num_layers) for d in range(self.directions)]
 
-    def recur(self, x: torch.Tensor, state: tuple | None = None):
+    def recur(self, x: torch.Tensor, state: tuple | None = None,
+              mask: torch.Tensor | None = None):
         """All layers and directions over x (B, T, p). `state`: a tuple of state_count
-        tensors (L D, B, m), zeros by default. Returns output (B, T, D m), last states."""
+        tensors (L D, B, m), zeros by default. Returns output (B, T, D m), last states.
+
+        With `mask` (B, T), bool, True at the real steps of a right-padded batch, every
+        state is held at the padded steps: each direction ends on the state after the
+        sentence's last real token (the reverse one starts there), and the outputs and last
+        states are those of each sentence alone (padded steps repeat the held state)."""
         check_sequence(x, self.input_size)
         shape = (self.num_layers * self.directions, x.shape[0], self.hidden_size)
         if state is None:
@@ -220,15 +232,21 @@ class Recurrent(nn.Module):
         names = ("h0", "c0")
         for name, s in zip(names, state, strict=False):
             check_state(s, shape, name)
+        if mask is not None:
+            check_mask(mask, x.shape[:2])
         layer_input, finals = x, []
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(self.directions):
                 k = layer * self.directions + direction
-                cell = self.cells[k]
-                seq = layer_input.flip(1) if direction else layer_input  # (7.14): reversed
-                hs, last = cell.scan(seq, tuple(s[k] for s in state), self.fast)
-                outputs.append(hs.flip(1) if direction else hs)
+                cell, start = self.cells[k], tuple(s[k] for s in state)
+                if mask is None:
+                    seq = layer_input.flip(1) if direction else layer_input  # (7.14): reversed
+                    hs, last = cell.scan(seq, start, self.fast)
+                    hs = hs.flip(1) if direction else hs
+                else:  # the reverse unit starts at each sentence's last real token
+                    hs, last = cell.scan(layer_input, start, self.fast, mask, bool(direction))
+                outputs.append(hs)
                 finals.append(last)
             layer_input = torch.cat(outputs, dim=-1)  # (B, T, D m): feeds layer l + 1
         last = tuple(torch.stack([f[i] for f in finals]) for i in range(self.state_count))

@@ -33,10 +33,8 @@ from torch import nn
 
 from seqlib.attention import SCORES, Attention
 from seqlib.checks import check_ids, check_source, positive_int
-from seqlib.gated import GRU, LSTM
-from seqlib.rnn import RNN, Recurrent
-
-UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}
+from seqlib.gated import make_unit
+from seqlib.text import reverse_padded
 
 
 def freeze(module: nn.Module) -> nn.Module:
@@ -47,15 +45,6 @@ def freeze(module: nn.Module) -> nn.Module:
 def unfreeze(module: nn.Module) -> nn.Module:
     """Train `module` again (requires_grad = True on its parameters); returns it."""
     return module.requires_grad_(True)
-
-
-def reverse_source(src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
-    """Each sentence's real tokens in reverse order (Sutskever et al., 2014); the padding
-    stays at the end: [a, b, c, <empty>] -> [c, b, a, <empty>]."""
-    lengths = check_source(src, src_mask)
-    t = torch.arange(src.shape[1], device=src.device)  # (S,)
-    index = torch.where(src_mask, lengths[:, None] - 1 - t, t)  # (B, S): L-1-t, or t itself
-    return src.gather(1, index)
 
 
 def masked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, pad_id: int = 0,
@@ -88,51 +77,6 @@ def masked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, pad_id: in
     return ((1 - label_smoothing) * nll + label_smoothing * spread).mean()
 
 
-def masked_recur(recurrent: Recurrent, x: torch.Tensor, mask: torch.Tensor):
-    """`recurrent.recur` over a right-padded batch x (B, S, p): at padded steps (mask False)
-    every state is held, so each direction ends on the state after the sentence's last real
-    token (the reverse direction starts at it, from zeros).
-
-    Returns outputs (B, S, D m) (held states at padded steps) and the last state, a tuple
-    of (L D, B, m) tensors, exactly as `recurrent` gives for each sentence alone.
-    """
-    if mask.dtype != torch.bool or mask.shape != x.shape[:2]:
-        raise ValueError(f"mask must be a bool (batch, time) tensor like x's first two "
-                         f"dimensions {tuple(x.shape[:2])}, got {mask.dtype} {tuple(mask.shape)}")
-    B, S, _ = x.shape
-    D, m = recurrent.directions, recurrent.hidden_size
-    layer_input, finals = x, []
-    for layer in range(recurrent.num_layers):
-        outputs = []
-        for direction in range(D):
-            cell = recurrent.cells[layer * D + direction]
-            if recurrent.fast:
-                step, inputs = cell.fused_step, cell.input_projection(layer_input).unbind(1)
-            else:
-                step, inputs = cell.step, layer_input.unbind(1)
-            state = tuple(x.new_zeros(B, m) for _ in range(recurrent.state_count))
-            hs = [None] * S
-            for t in reversed(range(S)) if direction else range(S):  # (7.14)
-                new = step(inputs[t], state)
-                real = mask[:, t, None]  # (B, 1): update real steps, hold padded ones
-                state = tuple(torch.where(real, n, s) for n, s in zip(new, state, strict=True))
-                hs[t] = state[0]
-            outputs.append(torch.stack(hs, dim=1))  # (B, S, m)
-            finals.append(state)
-        layer_input = torch.cat(outputs, dim=-1)  # (B, S, D m): feeds layer l + 1
-    last = tuple(torch.stack([f[i] for f in finals]) for i in range(recurrent.state_count))
-    return layer_input, last  # (B, S, D m), each (L D, B, m)
-
-
-def make_unit(unit: str, input_size: int, hidden_size: int, num_layers: int = 1,
-              bidirectional: bool = False) -> Recurrent:
-    """seqlib.RNN, seqlib.gated.LSTM or seqlib.gated.GRU by name: "rnn", "lstm" or "gru"."""
-    if unit not in UNITS:
-        raise ValueError(f"unit must be one of {sorted(UNITS)}, got {unit!r}")
-    return UNITS[unit](input_size, hidden_size, num_layers=num_layers,
-                       bidirectional=bidirectional)
-
-
 def reorder_state(state: dict, index: torch.Tensor) -> dict:
     """The decoding state of batch entries `index` (N',): the recurrent "hidden" states are
     (L, N, m) (batch second), every other tensor has the batch first."""
@@ -148,7 +92,7 @@ def reorder_state(state: dict, index: torch.Tensor) -> dict:
 
 
 class Encoder(nn.Module):
-    """Embedding and recurrent unit over the source; padding-proof through `masked_recur`.
+    """Embedding and recurrent unit over the source; padding-proof through recur's mask.
     forward(src (B, S), src_mask (B, S)) -> outputs (B, S, D m), last state (tuple)."""
 
     def __init__(self, vocab_size: int, embed_size: int, hidden_size: int, *, unit: str = "gru",
@@ -156,12 +100,13 @@ class Encoder(nn.Module):
         super().__init__()
         self.vocab_size = positive_int("vocab_size", vocab_size)
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
-        self.recurrent = make_unit(unit, embed_size, hidden_size, num_layers, bidirectional)
+        self.recurrent = make_unit(unit, embed_size, hidden_size, num_layers=num_layers,
+                                   bidirectional=bidirectional)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor):
         """Outputs v (B, S, D m) at every source position and the last state (the code z)."""
         check_source(src, src_mask, self.vocab_size)
-        return masked_recur(self.recurrent, self.embedding(src), src_mask)  # x: (B, S, E)
+        return self.recurrent.recur(self.embedding(src), mask=src_mask)  # x: (B, S, E)
 
 
 class Decoder(nn.Module):
@@ -174,7 +119,8 @@ class Decoder(nn.Module):
         super().__init__()
         self.vocab_size = positive_int("vocab_size", vocab_size)
         self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
-        self.recurrent = make_unit(unit, embed_size + code_size, hidden_size, num_layers)
+        self.recurrent = make_unit(unit, embed_size + code_size, hidden_size,
+                                   num_layers=num_layers)
         self.output = nn.Linear(hidden_size + code_size, vocab_size)
 
     def forward(self, tgt_in: torch.Tensor, state: tuple, z: torch.Tensor | None = None):
@@ -212,7 +158,7 @@ class Seq2Seq(nn.Module):
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> tuple:
         """The code z: the encoder's state after the last real token, a tuple of (L, B, m)."""
         if self.reverse_source:
-            src = reverse_source(src, src_mask)
+            src = reverse_padded(src, check_source(src, src_mask))
         return self.encoder(src, src_mask)[1]
 
     def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:

@@ -238,6 +238,19 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = 0):
     return ids, mask
 
 
+def reverse_padded(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Reverse the first lengths[b] steps of each row of x (B, T, ...), ids or features;
+    the padding stays last: [a, b, c, <empty>] -> [c, b, a, <empty>]. Its own inverse.
+    A reverse unit of (7.14) that reads it starts at each sentence's last token, not at the
+    padding; an encoder that reads its source reversed (Sutskever et al., 2014) too."""
+    T = x.shape[1]
+    t = torch.arange(T, device=x.device)
+    source = lengths[:, None] - 1 - t  # (B, T): step t reads step len - 1 - t ...
+    source = torch.where(source >= 0, source, t)  # ... and the padding stays where it is
+    index = source.view(*source.shape, *[1] * (x.dim() - 2)).expand_as(x)
+    return x.gather(1, index)
+
+
 def one_hot(ids: torch.Tensor, num_classes: int) -> torch.Tensor:
     """Float one-hot encoding, shape (..., num_classes): the inputs x_t of a character model."""
     check_int("num_classes", num_classes, 1)

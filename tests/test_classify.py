@@ -14,7 +14,6 @@ from seqlib.classify import (
     RecurrentEncoder,
     TransformerEncoder,
     build,
-    reverse_padded,
     saliency,
 )
 from seqlib.gated import GRU, LSTM
@@ -76,13 +75,6 @@ def test_recurrent_reads_each_sentence_at_its_own_ends():
             H, _ = ref(enc.embedding(ids[b:b + 1, :n]))  # (1, n, 6)
             expected = torch.cat([H[0, -1, :3], H[0, 0, 3:]])  # h_f at T, h_r at 1
             torch.testing.assert_close(out[b], expected, atol=1e-6, rtol=1e-5)
-
-
-def test_reverse_padded():
-    x = torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0]])[..., None]
-    out = reverse_padded(x, torch.tensor([3, 2]))
-    assert out[..., 0].tolist() == [[3, 2, 1, 0], [5, 4, 0, 0]]
-    assert torch.equal(reverse_padded(out, torch.tensor([3, 2])), x)
 
 
 def test_bag_is_the_mean_of_the_real_vectors():

@@ -8,7 +8,6 @@ from torch import nn
 
 from seqlib.gated import GRU, LSTM
 from seqlib.rnn import RNN, Recurrent
-from seqlib.seq2seq import masked_recur
 
 LAYOUTS = [(1, False), (2, False), (1, True), (3, True)]
 UNITS = {
@@ -165,12 +164,12 @@ def test_an_activation_without_a_written_backward_falls_back_to_autograd():
 
 
 @pytest.mark.parametrize("unit", ["LSTM", "GRU"])
-def test_masked_recur_keeps_stepping_with_fused_step(unit):
-    """seqlib.seq2seq.masked_recur runs `fused_step` step by step; on a batch without
+def test_a_masked_recur_keeps_stepping_with_fused_step(unit):
+    """With a mask, Recurrent.recur runs `fused_step` step by step; on a batch without
     padding it equals the hand-written fast path."""
     fast, _ = twins(UNITS[unit], 2, True, torch.float64, "cpu")
     x = torch.randn(3, 5, 4, dtype=torch.float64)
-    out, last = masked_recur(fast, x, torch.ones(3, 5, dtype=torch.bool))
+    out, last = fast.recur(x, mask=torch.ones(3, 5, dtype=torch.bool))
     out_ref, last_ref = fast.recur(x)
     torch.testing.assert_close(out, out_ref, atol=1e-12, rtol=1e-12)
     for a, b in zip(last, last_ref, strict=True):

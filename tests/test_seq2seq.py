@@ -14,11 +14,9 @@ from seqlib.seq2seq import (
     Seq2Seq,
     freeze,
     masked_cross_entropy,
-    masked_recur,
-    reverse_source,
     unfreeze,
 )
-from seqlib.text import pad_batch
+from seqlib.text import pad_batch, reverse_padded
 from seqlib.utils import count_parameters
 
 V_SRC, V_TGT, E, M = 11, 13, 5, 7
@@ -89,11 +87,15 @@ def test_parameter_counts(unit):
 
 @pytest.mark.parametrize("unit", [RNN, LSTM, GRU], ids=lambda u: u.__name__)
 @pytest.mark.parametrize("layers, bidirectional", [(1, False), (2, True)])
-def test_masked_recur_without_padding_equals_recur(unit, layers, bidirectional):
+def test_a_mask_without_padding_changes_nothing(unit, layers, bidirectional):
     torch.manual_seed(0)
     recurrent = unit(4, 5, num_layers=layers, bidirectional=bidirectional)
     x = torch.randn(3, 6, 4)
-    out, last = masked_recur(recurrent, x, torch.ones(3, 6, dtype=torch.bool))
+    out, last = recurrent.recur(x, mask=torch.ones(3, 6, dtype=torch.bool))
+    with pytest.raises(TypeError, match="mask must be a bool tensor"):
+        recurrent.recur(x, mask=torch.ones(3, 6))
+    with pytest.raises(ValueError, match=r"mask has shape \(3, 5\), expected \(3, 6\)"):
+        recurrent.recur(x, mask=torch.ones(3, 5, dtype=torch.bool))
     ref_out, ref_last = recurrent.recur(x)
     torch.testing.assert_close(out, ref_out)
     for a, b in zip(last, ref_last, strict=True):
@@ -127,13 +129,6 @@ def test_extra_padding_changes_nothing(name, unit):
         torch.testing.assert_close(alone[0], logits[b, :t])
 
 
-def test_reverse_source_keeps_padding_at_the_end():
-    src, src_mask = pad_batch([[4, 5, 6], [7], [8, 9]])
-    reversed_src = reverse_source(src, src_mask)
-    assert reversed_src.tolist() == [[6, 5, 4], [7, 0, 0], [9, 8, 0]]
-    assert torch.equal(reverse_source(reversed_src, src_mask), src)
-
-
 @pytest.mark.parametrize("unit", UNITS)
 def test_reversed_model_reads_the_reversed_sentence(unit):
     reversed_model = make("reversed-2layers", unit)
@@ -141,7 +136,7 @@ def test_reversed_model_reads_the_reversed_sentence(unit):
     plain.reverse_source = False  # the same weights, reading the sentence as given
     src, src_mask, tgt_in, _ = batch()
     torch.testing.assert_close(reversed_model(src, src_mask, tgt_in),
-                               plain(reverse_source(src, src_mask), src_mask, tgt_in))
+                               plain(reverse_padded(src, src_mask.sum(1)), src_mask, tgt_in))
     assert not torch.allclose(reversed_model(src, src_mask, tgt_in), plain(src, src_mask, tgt_in))
 
 

@@ -19,6 +19,7 @@ from seqlib.text import (
     char_vocab,
     one_hot,
     pad_batch,
+    reverse_padded,
     word_tokenize,
     word_vocab,
 )
@@ -311,3 +312,13 @@ def test_tiny_shakespeare_has_65_characters():
     assert len(vocab) == 65 + len(SPECIALS)
     assert vocab.counts["\n"] > 0 and vocab.unk_id not in vocab.encode(text[:1000])
     assert vocab.to_text(vocab.decode(vocab.encode(text[:1000]))) == text[:1000]
+
+
+def test_reverse_padded_reverses_ids_and_features_and_keeps_the_padding_last():
+    src, src_mask = pad_batch([[4, 5, 6], [7], [8, 9]])
+    reversed_src = reverse_padded(src, src_mask.sum(1))
+    assert reversed_src.tolist() == [[6, 5, 4], [7, 0, 0], [9, 8, 0]]
+    assert torch.equal(reverse_padded(reversed_src, src_mask.sum(1)), src)  # its own inverse
+    x = torch.tensor([[1, 2, 3, 0], [4, 5, 0, 0]])[..., None].expand(2, 4, 3)  # (B, T, 3)
+    out = reverse_padded(x, torch.tensor([3, 2]))
+    assert out[..., 0].tolist() == [[3, 2, 1, 0], [5, 4, 0, 0]] and out.shape == x.shape

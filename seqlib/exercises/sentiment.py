@@ -13,9 +13,9 @@ seqlib.text.pad_batch makes them.
 
 import torch
 
-from seqlib.classify import reverse_padded
 from seqlib.exercises import expect, expect_close, passed
 from seqlib.gated import GRU, LSTM
+from seqlib.text import reverse_padded
 
 LENGTHS = (7, 4, 1, 5)  # T_i of the checkers' sentences: one full row, one of one token
 
