@@ -39,19 +39,9 @@ import math
 import torch
 from torch import nn
 
+from seqlib.checks import check_tensor
+
 SCORES = ("inner", "general", "concat", "additive")
-
-
-def _check_tensor(name: str, x, features: int | None = None) -> None:
-    """Raise unless `x` is a float (batch, time, features) tensor with `features` features."""
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if not x.is_floating_point():
-        raise TypeError(f"{name} must hold floats, got dtype {x.dtype}")
-    if x.dim() != 3:
-        raise ValueError(f"{name} must be (batch, time, features), got shape {tuple(x.shape)}")
-    if features is not None and x.shape[-1] != features:
-        raise ValueError(f"{name} has {x.shape[-1]} features, expected {features}")
 
 
 def visible_keys(mask: torch.Tensor | None, causal: bool, B: int, T_q: int, T_k: int,
@@ -127,9 +117,9 @@ def inner_product_attention(queries: torch.Tensor, keys: torch.Tensor, values: t
     (B, T_out, m_v) and weights (B, T_out, T_in). No parameters: the proxies are used as
     given.
     """
-    _check_tensor("queries", queries)
-    _check_tensor("keys", keys)
-    _check_tensor("values", values)
+    check_tensor("queries", queries)
+    check_tensor("keys", keys)
+    check_tensor("values", values)
     if queries.shape[-1] != keys.shape[-1]:
         raise ValueError(f"the inner-product score needs queries and keys of the same size, "
                          f"got m_q={queries.shape[-1]} and m_k={keys.shape[-1]}; use the "
@@ -141,7 +131,7 @@ def inner_product_attention(queries: torch.Tensor, keys: torch.Tensor, values: t
     return attend(scores, values, mask=mask, causal=causal)
 
 
-def _uniform(*shape: int) -> nn.Parameter:
+def uniform_parameter(*shape: int) -> nn.Parameter:
     """A parameter drawn like torch.nn.Linear's weights: uniform(+-1/sqrt(fan_in))."""
     bound = 1 / math.sqrt(shape[-1])
     return nn.Parameter(torch.empty(*shape).uniform_(-bound, bound))
@@ -179,14 +169,14 @@ class Attention(nn.Module):
             raise ValueError(f"attention_size must be a positive int or None, got {a!r}")
         self.query_size, self.key_size, self.score = query_size, key_size, score
         if score == "general":
-            self.W_s = _uniform(query_size, key_size)
+            self.W_s = uniform_parameter(query_size, key_size)
         elif score == "concat":
-            self.W = _uniform(a, query_size + key_size)
-            self.w_s = _uniform(a)
+            self.W = uniform_parameter(a, query_size + key_size)
+            self.w_s = uniform_parameter(a)
         elif score == "additive":
-            self.W_sa = _uniform(a, query_size)
-            self.W_sb = _uniform(a, key_size)
-            self.w_s = _uniform(a)
+            self.W_sa = uniform_parameter(a, query_size)
+            self.W_sb = uniform_parameter(a, key_size)
+            self.w_s = uniform_parameter(a)
         self.attention_size = a if score in ("concat", "additive") else None
 
     def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
@@ -221,9 +211,9 @@ class Attention(nn.Module):
                 projected: torch.Tensor | None = None):
         """Outputs u (B, T_out, m_v), (7.21), and weights alpha (B, T_out, T_in), (7.20);
         `projected`: `project_keys(keys)`, when the caller computed it before."""
-        _check_tensor("queries", queries, self.query_size)
-        _check_tensor("keys", keys, self.key_size)
-        _check_tensor("values", values)
+        check_tensor("queries", queries, self.query_size)
+        check_tensor("keys", keys, self.key_size)
+        check_tensor("values", values)
         if queries.shape[0] != keys.shape[0]:
             raise ValueError(f"queries and keys have batch sizes {queries.shape[0]} and "
                              f"{keys.shape[0]}, expected equal")

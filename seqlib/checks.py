@@ -110,3 +110,15 @@ def check_mask(mask: torch.Tensor, shape: tuple, name: str = "mask") -> None:
         raise TypeError(f"{name} must be a bool tensor (True at real steps), got {got}")
     if tuple(mask.shape) != tuple(shape):
         raise ValueError(f"{name} has shape {tuple(mask.shape)}, expected {tuple(shape)}")
+
+
+def check_tensor(name: str, x, features: int | None = None) -> None:
+    """Raise unless `x` is a float (batch, time, features) tensor with `features` features."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must hold floats, got dtype {x.dtype}")
+    if x.dim() != 3:
+        raise ValueError(f"{name} must be (batch, time, features), got shape {tuple(x.shape)}")
+    if features is not None and x.shape[-1] != features:
+        raise ValueError(f"{name} has {x.shape[-1]} features, expected {features}")

@@ -20,8 +20,8 @@ Tables are stored with row t - 1 holding position t. Inputs are (batch, time, fe
 import torch
 from torch import nn
 
-from seqlib.attention import _check_tensor, _uniform
-from seqlib.checks import positive_int
+from seqlib.attention import uniform_parameter
+from seqlib.checks import check_tensor, positive_int
 
 KINDS = ("sinusoidal", "learned")
 COMBINE = ("add", "append")
@@ -30,7 +30,7 @@ COMBINE = ("add", "append")
 def one_hot_positions(x: torch.Tensor) -> torch.Tensor:
     """x (B, T, p) with the one-hot position e_t appended at each step t = 1, ..., T:
     (B, T, p + T), the chapter's x~^<t> with p~ = p + T."""
-    _check_tensor("x", x)
+    check_tensor("x", x)
     B, T, _ = x.shape
     eye = torch.eye(T, dtype=x.dtype, device=x.device).expand(B, T, T)  # row t - 1 is e_t
     return torch.cat([x, eye], dim=-1)
@@ -78,9 +78,9 @@ class JointPositionalEmbedding(nn.Module):
         super().__init__()
         self.p, self.T = positive_int("p", p), positive_int("T", T)
         self.p_tilde = p if p_tilde is None else positive_int("p_tilde", p_tilde)
-        self.W_1 = _uniform(self.p_tilde, self.p_tilde)
-        self.W_2 = _uniform(self.p_tilde, p)
-        self.W_3 = _uniform(self.p_tilde, T)
+        self.W_1 = uniform_parameter(self.p_tilde, self.p_tilde)
+        self.W_2 = uniform_parameter(self.p_tilde, p)
+        self.W_3 = uniform_parameter(self.p_tilde, T)
         self.b = nn.Parameter(torch.zeros(self.p_tilde))
 
     @property
@@ -88,7 +88,7 @@ class JointPositionalEmbedding(nn.Module):
         return self.p_tilde
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        _check_tensor("x", x, self.p)
+        check_tensor("x", x, self.p)
         _check_offset(offset, x.shape[1], "T", self.T)
         W_3_e = self.W_3[:, offset:offset + x.shape[1]].T  # (T', p~): row t is W_3 e_t
         hidden = torch.relu(x @ self.W_2.T + W_3_e + self.b)  # S(W_2 x + W_3 e_t + b)
@@ -131,7 +131,7 @@ class PositionalEmbedding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x (B, T, p) with r^<offset + t> added or appended at each step t = 1, ..., T."""
-        _check_tensor("x", x, self.p)
+        check_tensor("x", x, self.p)
         B, T, _ = x.shape
         _check_offset(offset, T, "max_len", self.max_len)
         r = self.table[offset:offset + T].to(x.dtype)  # (T, p_e): r^<offset + 1>, ...

@@ -32,8 +32,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlib.attention import _check_tensor, _uniform, attend, visible_keys
-from seqlib.checks import positive_int
+from seqlib.attention import attend, uniform_parameter, visible_keys
+from seqlib.checks import check_tensor, positive_int
 
 
 def causal_mask(T_q: int, T_k: int | None = None, device=None,
@@ -53,8 +53,8 @@ def scaled_inner_product(z_q: torch.Tensor, z_k: torch.Tensor) -> torch.Tensor:
     """The score s(z_q, z_k) = z_q^T z_k / sqrt(m) for every pair of query proxies z_q
     (B, T_q, m) and key proxies z_k (B, T_k, m): (B, T_q, T_k). sqrt(m) is the chapter's
     normalisation by sqrt(max(m_q, m_k)), here with m_q = m_k = m."""
-    _check_tensor("z_q", z_q)
-    _check_tensor("z_k", z_k, z_q.shape[-1])
+    check_tensor("z_q", z_q)
+    check_tensor("z_k", z_k, z_q.shape[-1])
     return z_q @ z_k.transpose(1, 2) / math.sqrt(z_q.shape[-1])  # (B, T_q, T_k)
 
 
@@ -81,7 +81,7 @@ def self_attention(x: torch.Tensor, *, score=None, causal: bool = True,
     (default: scaled_inner_product). `mask` (B, T) is True at real (unpadded) times.
     Returns outputs u (B, T, p) and weights alpha (B, T, T), row t holding alpha^t.
     """
-    _check_tensor("x", x)
+    check_tensor("x", x)
     scores = _scores(scaled_inner_product if score is None else score, x, x)  # (B, T, T)
     return attend(scores, x, mask=mask, causal=causal)
 
@@ -102,11 +102,11 @@ class SelfAttention(nn.Module):
     def __init__(self, p: int, *, causal: bool = True, score=None):
         super().__init__()
         self.p, self.causal = positive_int("p", p), causal
-        self.W_q, self.W_k, self.W_v = (_uniform(p, p) for _ in range(3))
+        self.W_q, self.W_k, self.W_v = (uniform_parameter(p, p) for _ in range(3))
         self.score = scaled_inner_product if score is None else score
 
     def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None):
-        _check_tensor("x", x, self.p)
+        check_tensor("x", x, self.p)
         z_q, z_k, v = x @ self.W_q.T, x @ self.W_k.T, x @ self.W_v.T  # (B, T, p) each
         return attend(_scores(self.score, z_q, z_k), v, mask=mask, causal=self.causal)
 
@@ -124,8 +124,8 @@ def masked_key_scores(z_q: torch.Tensor, z_k: torch.Tensor, score=None) -> torch
     T times the memory of the scores: it shows the chapter's form; attention itself uses
     the mask matrix Lambda of causal_mask (the same softmax), or causal=True.
     """
-    _check_tensor("z_q", z_q)
-    _check_tensor("z_k", z_k)
+    check_tensor("z_q", z_q)
+    check_tensor("z_k", z_k)
     B, T, m_q = z_q.shape
     m_k = z_k.shape[-1]
     if z_k.shape[:2] != (B, T):
@@ -218,10 +218,10 @@ class MultiHeadAttention(nn.Module):
         kv_size = p if kv_size is None else positive_int("kv_size", kv_size)
         self.p, self.heads, self.m, self.m_v, self.kv_size = p, heads, m, m_v, kv_size
         self.fast = fast
-        self.W_q = _uniform(heads * m, p)
-        self.W_k = _uniform(heads * m, kv_size)
-        self.W_v = _uniform(heads * m_v, kv_size)
-        self.W_c = _uniform(p, heads * m_v)
+        self.W_q = uniform_parameter(heads * m, p)
+        self.W_k = uniform_parameter(heads * m, kv_size)
+        self.W_v = uniform_parameter(heads * m_v, kv_size)
+        self.W_c = uniform_parameter(p, heads * m_v)
         if bias:
             self.b_q, self.b_k = (nn.Parameter(torch.zeros(heads * m)) for _ in range(2))
             self.b_v, self.b_c = nn.Parameter(torch.zeros(heads * m_v)), nn.Parameter(
@@ -246,7 +246,7 @@ class MultiHeadAttention(nn.Module):
                 mask: torch.Tensor | None = None, causal: bool = False,
                 cache: dict | None = None, need_weights: bool = False):
         """Outputs u (B, T, p) and, if computed, the weights (B, H, T, T_k)."""
-        _check_tensor("x", x, self.p)
+        check_tensor("x", x, self.p)
         B, T, _ = x.shape
         q = self._heads(x, self.W_q, self.b_q, self.m)  # (B, H, T, m)
         if context is None and cache is not None and "k" in cache:  # self-attention, later
@@ -256,7 +256,7 @@ class MultiHeadAttention(nn.Module):
             k, v = cache["k"], cache["v"]
         else:
             source = x if context is None else context
-            _check_tensor("context", source, self.kv_size)
+            check_tensor("context", source, self.kv_size)
             if source.shape[0] != B:
                 raise ValueError(f"context has batch size {source.shape[0]}, expected {B}")
             k = self._heads(source, self.W_k, self.b_k, self.m)  # (B, H, T_k, m)

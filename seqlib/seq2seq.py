@@ -77,6 +77,13 @@ def masked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, pad_id: in
     return ((1 - label_smoothing) * nll + label_smoothing * spread).mean()
 
 
+def teacher_forced_loss(model: nn.Module, batch: dict, label_smoothing: float = 0.0):
+    """The loss of a batch {"src", "src_mask", "tgt_in", "tgt_out"} under teacher forcing:
+    `masked_cross_entropy` of model(src, src_mask, tgt_in)'s logits against tgt_out."""
+    logits = model(batch["src"], batch["src_mask"], batch["tgt_in"])
+    return masked_cross_entropy(logits, batch["tgt_out"], label_smoothing=label_smoothing)
+
+
 def reorder_state(state: dict, index: torch.Tensor) -> dict:
     """The decoding state of batch entries `index` (N',): the recurrent "hidden" states are
     (L, N, m) (batch second), every other tensor has the batch first."""

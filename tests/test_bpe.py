@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from seqlib import data
-from seqlib.bpe import BPE, learn_merges
+from seqlib.experiments.bpe import BPE, learn_merges
 
 DECK = Counter({"low": 5, "lower": 2, "newest": 6, "widest": 3})
 

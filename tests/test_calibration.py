@@ -5,7 +5,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from seqlib.calibration import expected_calibration_error, plot_reliability, reliability
+from seqlib.experiments.calibration import expected_calibration_error, plot_reliability, reliability
 
 
 def test_bins_take_their_upper_edge_and_the_first_takes_zero():

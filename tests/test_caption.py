@@ -1,4 +1,4 @@
-"""Digit strips (seqlib.digits) and the captioners of seqlib.caption."""
+"""Digit strips (seqlib.experiments.digits) and the captioners of seqlib.experiments.captioning."""
 
 import itertools
 
@@ -7,9 +7,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqlib import caption as cp
-from seqlib import digits as dg
 from seqlib.decoding import beam_search, greedy
+from seqlib.experiments import captioning as cp
+from seqlib.experiments import digits as dg
+from seqlib.experiments import runs
 from seqlib.utils import seed_everything
 
 
@@ -158,10 +159,13 @@ def test_teacher_forcing_equals_stepwise_greedy_and_beam_one(cls):
 
 
 def test_a_few_steps_of_training_lower_the_loss_and_scores():
-    seed_everything(0)
-    model = cp.ShowAttendTell(embed_size=8, hidden_size=16, channels=(4, 8, 8))
-    history = cp.fit(model, IMAGES, LABELS, torch.arange(60), steps=20, batch_size=8,
-                     lr=1e-2)
+    run = cp.run("tiny", lambda: cp.ShowAttendTell(embed_size=8, hidden_size=16,
+                                                   channels=(4, 8, 8)),
+                 IMAGES, LABELS, torch.arange(60), steps=20, batch_size=8, lr=1e-2)
+    history = runs.fit(run)
+    assert runs.fit(cp.run("tiny", lambda: cp.ShowAttendTell(
+        embed_size=8, hidden_size=16, channels=(4, 8, 8)), IMAGES, LABELS, torch.arange(60),
+        steps=20, batch_size=8, lr=1e-2))["loss"] == history["loss"]  # seeded
     assert sum(history["loss"][-5:]) < sum(history["loss"][:5])
     s = strips(6)
     table = cp.scores(s.captions()[:5] + ["one"], s)

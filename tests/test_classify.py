@@ -1,13 +1,13 @@
-"""Tests of seqlib.classify (encoders and classifiers of sentences) and seqlib.sentiment
-(splits, batches, training with early stopping, word2vec vectors)."""
+"""Tests of seqlib.experiments.classify (encoders and classifiers of sentences, their run
+with early stopping) and seqlib.experiments.sentiment (splits, word2vec vectors)."""
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqlib import classify, sentiment
-from seqlib.classify import (
+from seqlib.experiments import classify, runs, sentiment
+from seqlib.experiments.classify import (
     KINDS,
     BagOfEmbeddings,
     Classifier,
@@ -153,7 +153,7 @@ def test_stratified_folds_and_split():
 def test_batches_cover_an_epoch_with_little_padding():
     ids = [[4] * n for n in range(1, 41)]
     labels = torch.arange(40) % 2
-    stream = sentiment.batches(ids, labels, 4, torch.Generator().manual_seed(0), pool=10)
+    stream = classify.batches(ids, labels, 4, torch.Generator().manual_seed(0), pool=10)
     seen = []
     for _ in range(10):
         x, mask, y = next(stream)
@@ -173,12 +173,13 @@ def test_fit_keeps_the_best_checkpoint():
         if y:
             s[0] = 5
     model = model_of("bag")
-    history = sentiment.fit(model, (ids[:160], labels[:160]), (ids[160:], labels[160:]),
-                            steps=60, batch_size=20, lr=0.05, weight_decay=0.0, evals=3)
+    history = runs.fit(classify.run("tiny", __name__, model, (ids[:160], labels[:160]),
+                                    (ids[160:], labels[160:]), steps=60, batch_size=20,
+                                    lr=0.05, weight_decay=0.0, evals=3))
     assert history["val_steps"] == [20, 40, 60]
     best = max(history["val_acc"])
     assert history["best_step"] == history["val_steps"][history["val_acc"].index(best)]
-    assert sentiment.accuracy(model, ids[160:], labels[160:]) == best > 0.9
+    assert classify.accuracy(model, ids[160:], labels[160:]) == best > 0.9
 
 
 def test_word2vec_vectors(tmp_path, monkeypatch):
@@ -191,16 +192,17 @@ def test_word2vec_vectors(tmp_path, monkeypatch):
 
 
 def test_profiles():
-    assert sentiment.profile() == sentiment.BOOK_PROFILE or sentiment.profile() == \
-        sentiment.FULL_PROFILE
+    assert runs.profile(sentiment.BOOK_PROFILE, sentiment.FULL_PROFILE) in (
+        sentiment.BOOK_PROFILE, sentiment.FULL_PROFILE)
+    assert set(sentiment.FIT_KEYS) <= set(sentiment.BOOK_PROFILE)
     assert classify.CLASSES == ("negative", "positive")
 
 
 def test_log_odds_and_predict_agree():
     model = model_of("lstm")
     ids = [[2, 3, 4], [5], [6, 7, 8, 9, 10]]
-    probs = sentiment.predict(model, ids)
-    z = sentiment.predict(model, ids, logits=True)
+    probs = classify.predict(model, ids)
+    z = classify.predict(model, ids, logits=True)
     torch.testing.assert_close(torch.softmax(z, -1), probs)
     torch.testing.assert_close(sentiment.log_odds(model, ids),
                                (probs[:, 1] / probs[:, 0]).log().double(), rtol=1e-5, atol=1e-5)

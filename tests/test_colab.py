@@ -6,7 +6,7 @@ pyproject's ranges for ipywidgets, numpy and matplotlib (exactly), torch==2.13.0
 nbval and the seqlib package itself (not editable: as Colab's set-up cell installs it), and
 checks that the installed versions are those. Then, in that environment, it runs the widget
 tests (tests/test_widgets.py) and nbval over chapter 03, whose spectral-radius explorer is
-built by seqlib.widgets.
+built by seqlib.diagrams.widgets.
 
 It downloads packages from the package index and takes minutes: `make test` leaves it out,
 `make test-colab` runs it.

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from seqlib.exercises import ExerciseError, check_lm_targets
-from seqlib.pretrain import lm_targets
+from seqlib.experiments.pretraining import lm_targets
 
 
 def test_the_checker_accepts_the_reference(capsys):

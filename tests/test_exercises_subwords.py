@@ -3,8 +3,8 @@ wrong with typical mistakes."""
 
 import pytest
 
-from seqlib.bpe import BPE, learn_merges
 from seqlib.exercises import ExerciseError, check_bpe_encoder, check_bpe_learner
+from seqlib.experiments.bpe import BPE, learn_merges
 
 
 def leftmost_first(merges, word):

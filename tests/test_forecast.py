@@ -1,4 +1,5 @@
-"""The recurrent forecaster of Fig. 7.1 (a) and the AR(p) baseline (seqlib.forecast)."""
+"""The recurrent forecaster of Fig. 7.1 (a) and the AR(p) baseline
+(seqlib.experiments.forecasting)."""
 
 import math
 
@@ -7,7 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seqlib.forecast import (
+from seqlib.experiments import runs
+from seqlib.experiments.forecasting import (
     Forecaster,
     ar_forecast,
     calendar,
@@ -16,7 +18,7 @@ from seqlib.forecast import (
     one_step_loss,
     origins,
     random_windows,
-    trained,
+    run,
 )
 
 UNITS = ["rnn", "lstm", "gru"]
@@ -178,8 +180,9 @@ def test_trained_is_cached(tmp_path, monkeypatch):
     config = {"hidden_size": 4, "length": 8, "batch_size": 4, "steps": 3, "lr": 1e-2,
               "warmup_steps": 1, "seeds": (0,)}
     data = 10 + torch.sin(torch.arange(200.0) / 10)
-    first, history = trained("gru", data, config, seed=0)
-    again, saved = trained("gru", data, config, seed=0)
+    first, history = runs.trained(run("gru", data, config, seed=0))
+    again, saved = runs.trained(run("gru", data, config, seed=0))
+    assert first is not again
     assert len(history["loss"]) == 3 and saved == history
     assert all(torch.equal(p, q) for p, q in zip(first.parameters(), again.parameters(),
                                                   strict=True))

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from seqlib import length
+from seqlib.experiments import length, runs
 from seqlib.lm import RecurrentLM
 
 
@@ -36,10 +36,10 @@ def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="x must be a long tensor"):
         length.greedy_reverse(RecurrentLM("lstm", 4, 2, 2), torch.zeros(2, 3), 3)
     with pytest.raises(ValueError, match="config must be a dict"):
-        length.fit(RecurrentLM("lstm", 4, 2, 2), {"steps": 1})
+        length.run("tiny", RecurrentLM("lstm", 4, 2, 2), {"steps": 1})
     config = dict(lengths=(3, 2), batch_size=2, steps=1, lr=1e-3, warmup=1, symbols=3, seed=0)
     with pytest.raises(ValueError, match="lengths"):
-        length.fit(RecurrentLM("lstm", 4, 2, 2), config)
+        length.run("tiny", RecurrentLM("lstm", 4, 2, 2), config)
 
 
 class Oracle(nn.Module):
@@ -83,6 +83,7 @@ def test_training_is_seeded_and_lowers_the_loss():
     histories = []
     for _ in range(2):
         torch.manual_seed(0)
-        histories.append(length.fit(RecurrentLM("lstm", 4, 4, 8), config)["loss"])
+        run = length.run("tiny", RecurrentLM("lstm", 4, 4, 8), config)
+        histories.append(runs.fit(run)["loss"])
     assert histories[0] == histories[1] and len(histories[0]) == 30
     assert sum(histories[0][-5:]) < sum(histories[0][:5])

@@ -1,16 +1,15 @@
 """Character-level language models: shapes, the carried state of truncated BPTT, the
 contiguous batches, evaluation against a direct computation, reproducible sampling through
-seqlib.decoding, the training schedule."""
+seqlib.decoding, the parameter counts of the book profile."""
 
 import itertools
-import sys
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-import seqlib.training
 from seqlib import lm
+from seqlib.experiments import shakespeare
 from seqlib.text import SPECIALS, char_vocab
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n"
@@ -114,7 +113,7 @@ def test_contiguous_batches_bad_arguments():
 def test_carried_state_loss_continues_from_the_previous_chunk():
     model = tiny_model("lstm")
     ids = torch.randint(0, 12, (2, 9), generator=torch.Generator().manual_seed(2))
-    loss_fn = lm.carried_state_loss()
+    loss_fn = lm.CarriedStateLoss()
     loss_fn(model, (ids[:, :4], ids[:, 1:5]))
     second = loss_fn(model, (ids[:, 4:8], ids[:, 5:9]))
     logits, _ = model(ids[:, :8])
@@ -252,18 +251,7 @@ def test_generate_bad_arguments():
 
 # The shared plumbing of the experiments (chapters 7.3 and 7.5).
 
-BOOK = lm.BOOK_PROFILE
-
-
-def test_profile_reads_seqlib_full(monkeypatch):
-    monkeypatch.delenv("SEQLIB_FULL", raising=False)
-    assert lm.profile() == BOOK
-    monkeypatch.setenv("SEQLIB_FULL", "1")
-    assert lm.profile() == lm.FULL_PROFILE
-    monkeypatch.setenv("SEQLIB_FULL", "0")
-    config = lm.profile()
-    config["steps"] = 1  # a copy: the module's profile is unchanged
-    assert lm.BOOK_PROFILE["steps"] == 2000
+BOOK = shakespeare.BOOK_PROFILE
 
 
 @pytest.mark.parametrize("layers", [1, 2])
@@ -293,130 +281,6 @@ def test_recurrent_model_is_reproducible():
         assert torch.equal(p, q), name
     c = lm.recurrent_model("gru", 10, config, seed=1)
     assert not torch.equal(a.embedding.weight, c.embedding.weight)
-
-
-def test_lr_factor_warms_up_then_decays_along_a_cosine():
-    factors = [lm.lr_factor(step, 10, 110) for step in range(111)]
-    assert factors[:10] == pytest.approx([(s + 1) / 10 for s in range(10)])
-    assert factors[10] == pytest.approx(1.0)  # the peak, right after the warm-up
-    assert factors[60] == pytest.approx(0.55)  # halfway down: (1 + 0.1) / 2
-    assert factors[110] == pytest.approx(0.1)  # a tenth of the peak at the end
-    assert all(a > b for a, b in itertools.pairwise(factors[10:]))
-    assert lm.lr_factor(0, 0, 5) == pytest.approx(1.0)  # no warm-up
-
-
-CONFIG = dict(batch_size=3, context=8, steps=40, lr=1e-2, warmup=5)
-
-
-def corpus():
-    vocab = char_vocab(TEXT)
-    return vocab, torch.tensor(vocab.encode(TEXT * 4))
-
-
-def rates_of(fit, *args, **kwargs):
-    """The learning rate of each step of fit(*args, **kwargs), read as the optimizer steps."""
-    rates, train = [], seqlib.training.train
-
-    def spy(*args, optimizer, **kwargs):
-        optimizer.register_step_pre_hook(lambda opt, *_: rates.append(opt.param_groups[0]["lr"]))
-        return train(*args, optimizer=optimizer, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sys.modules[fit.__module__], "train", spy)
-        fit(*args, **kwargs)
-    return rates
-
-
-def test_fit_is_deterministic_and_follows_the_schedule():
-    vocab, ids = corpus()
-    histories = [lm.fit(tiny_model("lstm", len(vocab)).float(), ids, CONFIG, progress=False)
-                 for _ in range(2)]
-    assert histories[0]["loss"] == histories[1]["loss"] and len(histories[0]["loss"]) == 40
-    assert sum(histories[0]["loss"][-5:]) < sum(histories[0]["loss"][:5]) - 0.5  # it learns
-    # The rates of every step are exactly those that torch's LambdaLR, stepped after each
-    # optimizer step, gave before the book had one learning-rate mechanism.
-    rates = rates_of(lm.fit, tiny_model("rnn", len(vocab)).float(), ids,
-                     dict(CONFIG, steps=120, warmup=10), progress=False)
-    optimizer = torch.optim.AdamW([torch.zeros(1, requires_grad=True)], lr=CONFIG["lr"])
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lm.lr_factor(s, 10, 120))
-    before = []
-    for _ in range(120):
-        before.append(optimizer.param_groups[0]["lr"])
-        optimizer.step()
-        schedule.step()
-    assert rates == before
-
-
-def test_fit_bad_config():
-    vocab, ids = corpus()
-    model = tiny_model("rnn", len(vocab)).float()
-    with pytest.raises(ValueError, match="config must be a dict with the keys"):
-        lm.fit(model, ids, {k: v for k, v in CONFIG.items() if k != "warmup"})
-    with pytest.raises(ValueError, match="config must be a dict"):
-        lm.fit(model, ids, list(CONFIG.items()))
-
-
-def test_fit_trains_a_transformer_language_model():
-    from seqlib.transformer import TransformerLM
-
-    vocab, ids = corpus()
-    torch.manual_seed(0)
-    model = TransformerLM(len(vocab), 16, 2, 32, 1, max_len=CONFIG["context"])
-    before = lm.evaluate(model, ids, 3, 8)
-    history = lm.fit(model, ids, CONFIG, progress=False)
-    assert len(history["loss"]) == 40
-    assert lm.evaluate(model, ids, 3, 8) < before - 0.5
-
-
-class Retrained(Exception):
-    pass
-
-
-def test_trained_saves_then_loads(monkeypatch, tmp_path):
-    monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
-    vocab, ids = corpus()
-    first = tiny_model("gru", len(vocab)).float()
-    history = lm.trained("tiny", first, ids, CONFIG)
-    assert len(history["loss"]) == 40 and len(list(tmp_path.glob("tiny-*.pt"))) == 1
-
-    def no_training(*args, **kwargs):
-        raise Retrained
-
-    monkeypatch.setattr(lm, "fit", no_training)
-    second = tiny_model("gru", len(vocab)).float()  # the same initial weights
-    assert lm.trained("tiny", second, ids, CONFIG) == history  # loaded, not trained
-    for p, q in zip(first.parameters(), second.parameters(), strict=True):
-        assert torch.equal(p, q)
-    # Another configuration, other data or another name is another run: it trains.
-    for name, data, config in [("tiny", ids, dict(CONFIG, lr=2e-2)),
-                               ("tiny", ids.flip(0), CONFIG), ("other", ids, CONFIG)]:
-        with pytest.raises(Retrained):
-            lm.trained(name, tiny_model("gru", len(vocab)).float(), data, config)
-
-
-def test_trained_together_trains_in_processes_exactly_as_here(monkeypatch, tmp_path):
-    vocab, ids = corpus()
-    config = dict(CONFIG, steps=20)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # the workers take this process's number of threads
-    try:
-        monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "here"))
-        here = {unit: tiny_model(unit, len(vocab)).float() for unit in UNITS}
-        expected = {unit: lm.trained(unit, model, ids, config) for unit, model in here.items()}
-        monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "workers"))
-        runs = {unit: (tiny_model(unit, len(vocab)).float(), config) for unit in UNITS}
-        histories = lm.trained_together(runs, ids, processes=2)
-        assert len(list((tmp_path / "workers").glob("*.pt"))) == 3
-        monkeypatch.setattr(seqlib.training, "ProcessPoolExecutor", None)  # all cached
-        assert lm.trained_together(runs, ids) == histories
-    finally:
-        torch.set_num_threads(threads)
-    for unit, (model, _) in runs.items():
-        assert histories[unit]["loss"] == expected[unit]["loss"]
-        for p, q in zip(model.parameters(), here[unit].parameters(), strict=True):
-            assert torch.equal(p, q)
-    with pytest.raises(ValueError, match="processes"):
-        lm.trained_together({"new": (tiny_model("rnn", len(vocab)), config)}, ids, processes=0)
 
 
 def manual_chunked_loss(model, ids, B, T):
@@ -459,23 +323,3 @@ def test_evaluate_a_transformer_language_model(B, T):
     result = lm.evaluate(model, ids, B, T)
     assert result == pytest.approx(manual_chunked_loss(model, ids, B, T), rel=1e-12)
     assert result == pytest.approx(lm.evaluate(model, ids, B, T, carry_state=False), rel=1e-12)
-
-
-def test_fit_draws_its_dropout_from_its_own_seed_and_leaves_the_callers_generator():
-    """A run with dropout trains the same whatever generator state it finds (as in a worker
-    process that trained another run first), and the caller's state is as before."""
-    from seqlib.transformer import TransformerLM
-    ids = torch.randint(0, 12, (400,), generator=torch.Generator().manual_seed(0))
-    config = dict(steps=3, batch_size=2, context=8, lr=1e-2, warmup=0)
-
-    def run(config, found_seed):
-        torch.manual_seed(0)
-        model = TransformerLM(12, p=16, heads=2, n1=32, num_layers=1, max_len=8, dropout=0.3)
-        torch.manual_seed(found_seed)
-        before = torch.get_rng_state()
-        loss = lm.fit(model, ids, config, progress=False)["loss"]
-        assert torch.equal(torch.get_rng_state(), before)
-        return loss
-
-    assert run(config, 1) == run(config, 2)
-    assert run(config | dict(seed=5), 1) != run(config, 1)

@@ -1,12 +1,13 @@
-"""Tests of seqlib.ngrams: n-grams, the log-count ratio and MNB by hand, the SVM's gradient
-against autograd and its optimality, NBSVM's interpolation, unseen n-grams, bad input."""
+"""Tests of seqlib.experiments.ngrams: n-grams, the log-count ratio and MNB by hand, the
+SVM's gradient against autograd and its optimality, NBSVM's interpolation, unseen n-grams,
+bad input."""
 
 import math
 
 import pytest
 import torch
 
-from seqlib.ngrams import NBSVM, ngrams, svm_objective
+from seqlib.experiments.ngrams import NBSVM, ngrams, svm_objective
 
 CORPUS = [("good fun film".split(), 1), ("good film".split(), 1), ("dull film".split(), 0),
           ("not good , dull".split(), 0), ("fun".split(), 1)]

@@ -1,9 +1,10 @@
-"""seqlib.pretrain: the biLM and its layer mix, BERT's masking and loss, transfer models."""
+"""seqlib.experiments.pretraining: the biLM and its layer mix, BERT's masking and loss,
+transfer models."""
 
 import pytest
 import torch
 
-from seqlib import pretrain
+from seqlib.experiments import pretraining as pretrain
 from seqlib.text import pad_batch
 
 V = 30

@@ -1,5 +1,5 @@
-"""The distributed entry point, seqlib.run: two processes under torchrun (gloo, CPU) train as
-one process does on the same global batches; a run killed mid-way resumes to the same
+"""The distributed entry point, seqlib.experiments.run: two processes under torchrun (gloo,
+CPU) train as one process does on the same global batches; a run killed mid-way resumes to the same
 result; one process trains exactly as the chapters' own fit functions; bad arguments."""
 
 import json
@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from seqlib import lm, run
-from seqlib import translate as tr
+from seqlib import lm
 from seqlib.data import DATA_VARIABLE
+from seqlib.experiments import run, runs, shakespeare
+from seqlib.experiments import translation as tr
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get(DATA_VARIABLE),
@@ -66,7 +67,7 @@ def two_processes(request, tmp_path_factory):
     """A tiny run of each experiment on two processes: (experiment, its folder, its output)."""
     experiment = request.param
     out = tmp_path_factory.mktemp(experiment)
-    done = torchrun("-m", "seqlib.run", *arguments(experiment, out))
+    done = torchrun("-m", "seqlib.experiments.run", *arguments(experiment, out))
     return experiment, out, done.stdout
 
 
@@ -84,11 +85,12 @@ def test_two_processes_train_as_one_on_the_same_global_batches(two_processes, tm
     assert json.loads((out / "results.json").read_text())["processes"] == 2
 
 
-# Run by torchrun in place of `-m seqlib.run`: rank 0 is killed (SIGKILL) while it writes the
-# checkpoint of step 8, leaving half a file behind; torchrun then stops the other process.
+# Run by torchrun in place of `-m seqlib.experiments.run`: rank 0 is killed (SIGKILL) while
+# it writes the checkpoint of step 8, leaving half a file behind; torchrun then stops the
+# other process.
 KILLED = """
 import os, signal, sys
-from seqlib import run
+from seqlib.experiments import run
 
 save_atomic = run.save_atomic
 
@@ -114,7 +116,7 @@ def test_a_run_killed_mid_way_resumes_to_the_same_result(two_processes, tmp_path
     saved = torch.load(out / "checkpoint.pt", weights_only=True)
     assert saved["step"] == 4 and len(saved["history"]["loss"]) == 4  # the last whole one
     assert list(out.glob(".checkpoint.pt.*.tmp"))  # the interrupted write, never read
-    resumed = torchrun("-m", "seqlib.run", *args)  # the same command again
+    resumed = torchrun("-m", "seqlib.experiments.run", *args)  # the same command again
     assert "resumed at step 4 of 12" in resumed.stdout
     for name, value in weights(reference).items():
         assert torch.equal(weights(out)[name], value), name
@@ -127,13 +129,13 @@ def tiny_config(experiment, **changes):
     return run.configure(experiment, TINY[experiment] + [f"{k}={v}" for k, v in changes.items()])
 
 
-def test_one_process_trains_as_lm_fit(tmp_path):
+def test_one_process_trains_as_the_language_model_run(tmp_path):
     results = run.main(arguments("char-lm", tmp_path, dtype="float32", evaluate=True))
     assert results["processes"] == 1 and results["val_loss"] > 0
     config = tiny_config("char-lm")
     setup = run.char_lm(config, torch.device("cpu"))  # the same model, freshly initialised
     vocab, train_ids, val_ids = setup.data
-    history = lm.fit(setup.model, train_ids, config, progress=False)
+    history = runs.fit(runs.language_model("char-lm", setup.model, train_ids, config))
     trained = run.load(tmp_path, device="cpu")
     for name, value in setup.model.state_dict().items():
         assert torch.equal(trained.model.state_dict()[name], value), name
@@ -141,18 +143,18 @@ def test_one_process_trains_as_lm_fit(tmp_path):
     assert results["val_loss"] == lm.evaluate(setup.model, val_ids, 32, config["context"])
 
 
-def test_one_process_trains_as_translate_fit(tmp_path):
+def test_one_process_trains_as_the_translation_run(tmp_path):
     run.main(arguments("translation-de-en", tmp_path, dtype="float32"))
     config = tiny_config("translation-de-en")
     setup = run.translation(config, torch.device("cpu"))
     fit = {k: config[k] for k in ("steps", "batch_size", "lr", "clip", "seed", "warmup",
                                   "decay")}
-    tr.fit(setup.model, setup.data, progress=False, **fit)
+    runs.fit(tr.run("translation", setup.model, setup.data, **fit))
     for name, value in setup.model.state_dict().items():
         assert torch.equal(weights(tmp_path)[name], value), name
 
 
-def test_the_attention_model_trains_as_translate_fit_trains_it(tmp_path):
+def test_the_attention_model_trains_as_its_translation_run(tmp_path):
     tiny = ["embed=8", "hidden=12", "encoder_size=6", "attention_size=10", "limit=300",
             "eval_limit=30", "batch_size=10", "steps=6"]
     results = run.main(["attention-de-en", *(a for t in tiny for a in ("--set", t)), "--out",
@@ -163,7 +165,7 @@ def test_the_attention_model_trains_as_translate_fit_trains_it(tmp_path):
     assert len(setup.data.pairs["test_2016_flickr"]) == 30
     fit = {k: config[k] for k in ("steps", "batch_size", "lr", "clip", "seed", "warmup",
                                   "decay")}
-    tr.fit(setup.model, setup.data, progress=False, **fit)
+    runs.fit(tr.run("translation", setup.model, setup.data, **fit))
     for name, value in setup.model.state_dict().items():
         assert torch.equal(weights(tmp_path)[name], value), name
     assert results["parameters"] == sum(p.numel() for p in setup.model.parameters())
@@ -233,8 +235,8 @@ def test_configure_and_its_errors():
     assert run.configure("translation-de-en")["p"] == 256
     config = run.configure("char-lm", ["steps=7", "lr=1", "positional=learned"])
     assert (config["steps"], config["lr"], config["positional"]) == (7, 1, "learned")
-    assert run.configure("char-lm") == dict(seed=0, **lm.TRANSFORMER_FULL_PROFILE["arch"],
-                                            **lm.TRANSFORMER_FULL_PROFILE["fit"])
+    assert run.configure("char-lm") == dict(seed=0, **shakespeare.TRANSFORMER_FULL_PROFILE["arch"],
+                                            **shakespeare.TRANSFORMER_FULL_PROFILE["fit"])
     with pytest.raises(ValueError, match="experiment must be one of"):
         run.configure("gpt-5")
     with pytest.raises(ValueError, match="key among"):

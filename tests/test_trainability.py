@@ -1,10 +1,11 @@
-"""seqlib.trainability: the gradient norm of each block, and the recorded, cached training
-run (validation loss, per-block norms before clipping) against seqlib.lm.fit."""
+"""seqlib.experiments.trainability: the gradient norm of each block, and the recorded run
+(validation loss, per-block norms before clipping) against the plain language-model run."""
 
 import pytest
 import torch
 
-from seqlib import lm, trainability
+from seqlib import lm
+from seqlib.experiments import runs, trainability
 from seqlib.transformer import TransformerLM
 from seqlib.utils import seed_everything
 
@@ -36,11 +37,11 @@ def test_block_grad_norms_by_hand_and_at_init():
         trainability.block_grad_norms(torch.nn.Linear(2, 2))
 
 
-def test_fit_recorded_is_fit_plus_its_records():
+def test_a_recorded_run_is_the_plain_run_plus_its_records():
     train_ids, val_ids = stream(), stream(120, seed=1)
     plain, recorded = model(norm_first=False), model(norm_first=False)
-    history = lm.fit(plain, train_ids, CONFIG, progress=False)
-    rich = trainability.fit_recorded(recorded, train_ids, val_ids, CONFIG, progress=False)
+    history = runs.fit(runs.language_model("plain", plain, train_ids, CONFIG))
+    rich = runs.fit(trainability.recorded_run("rich", recorded, train_ids, val_ids, CONFIG))
     assert rich["loss"] == history["loss"]  # the same run: evaluation draws no randomness
     assert rich["val_step"] == [5, 10, 12] and len(rich["val_loss"]) == 3
     assert rich["val_loss"][-1] == pytest.approx(
@@ -51,32 +52,31 @@ def test_fit_recorded_is_fit_plus_its_records():
     assert (norms.pow(2).sum(1) <= total.pow(2) * (1 + 1e-5)).all()
     assert (total > 1).any()  # some steps were clipped, and their norms rescaled
     with pytest.raises(ValueError, match="val_ids has 2"):
-        trainability.fit_recorded(model(), train_ids, val_ids[:3], CONFIG, progress=False)
+        trainability.recorded_run("short", model(), train_ids, val_ids[:3], CONFIG)
 
 
-def test_recorded_together_saves_then_loads(monkeypatch, tmp_path):
+def test_recorded_runs_trained_together_are_saved_then_loaded(monkeypatch, tmp_path):
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
     train_ids, val_ids = stream(), stream(120, seed=1)
-    runs = {"pre": (model(), train_ids, val_ids, CONFIG),
-            "no-residual": (model(residual=False), train_ids, val_ids, CONFIG)}
-    first = trainability.recorded_together(runs)
+    pre = trainability.recorded_run("pre", model(), train_ids, val_ids, CONFIG)
+    first = runs.trained_together([pre, trainability.recorded_run(
+        "no-residual", model(residual=False), train_ids, val_ids, CONFIG)])
     assert len(list(tmp_path.glob("*.pt"))) == 2
     fresh = model()
-    monkeypatch.setattr(trainability, "fit_recorded", None)  # a second run must not train
-    again = trainability.recorded("pre", fresh, train_ids, val_ids, CONFIG)
-    assert again == first["pre"]
-    for a, b in zip(fresh.parameters(), runs["pre"][0].parameters(), strict=True):
+    monkeypatch.setattr(runs, "fit", None)  # a second run must not train
+    again = runs.trained(trainability.recorded_run("pre", fresh, train_ids, val_ids, CONFIG))
+    assert again[1] == first[0][1]
+    for a, b in zip(fresh.parameters(), pre.model.parameters(), strict=True):
         assert torch.equal(a, b)
 
 
 def test_a_dropout_run_does_not_depend_on_the_generator_it_finds():
     train_ids, val_ids = stream(), stream(120, seed=1)
-    losses = []
-    for seed in (1, 2):
-        torch.manual_seed(seed)  # what an earlier run in the same process left behind
-        losses.append(trainability.fit_recorded(model(dropout=0.2), train_ids, val_ids, CONFIG,
-                                                progress=False)["loss"])
-    assert losses[0] == losses[1]
-    other = trainability.fit_recorded(model(dropout=0.2), train_ids, val_ids,
-                                      CONFIG | dict(seed=5), progress=False)["loss"]
-    assert other != losses[0]
+
+    def losses(found_seed, config=CONFIG):
+        run = trainability.recorded_run("drop", model(dropout=0.2), train_ids, val_ids, config)
+        torch.manual_seed(found_seed)  # what an earlier run in the same process left behind
+        return runs.fit(run)["loss"]
+
+    assert losses(1) == losses(2)
+    assert losses(1, CONFIG | dict(seed=5)) != losses(1)

@@ -6,8 +6,9 @@ import pytest
 import sacrebleu
 import torch
 
-import seqlib.training
-import seqlib.translate as tr
+from seqlib import seq2seq
+from seqlib.experiments import runs
+from seqlib.experiments import translation as tr
 from seqlib.seq2seq import AttentionSeq2Seq, Seq2Seq
 from seqlib.transformer import Transformer
 
@@ -66,19 +67,19 @@ def test_batches_are_padded_bucketed_and_reproducible(data):
 
 def test_bleu_is_sacrebleu_on_lower_case_tokens():
     refs = ["A man rides a horse.", "Two dogs play in the snow."]
-    assert tr.bleu(refs, refs) == pytest.approx(100)
-    assert tr.bleu([r.upper() for r in refs], refs) == pytest.approx(100)  # case-insensitive
+    assert runs.bleu(refs, refs) == pytest.approx(100)
+    assert runs.bleu([r.upper() for r in refs], refs) == pytest.approx(100)  # case-insensitive
     hyps = ["a man rides a bike .", "two cats play in snow ."]
     expected = sacrebleu.corpus_bleu(hyps, [["a man rides a horse .",
                                              "two dogs play in the snow ."]],
                                      tokenize="none").score
-    assert tr.bleu(hyps, refs) == pytest.approx(expected)
+    assert runs.bleu(hyps, refs) == pytest.approx(expected)
     assert 0 < expected < 100
-    assert tr.bleu(["a <unk> ."], ["a zebra ."]) == tr.bleu(["a x ."], ["a zebra ."])
+    assert runs.bleu(["a <unk> ."], ["a zebra ."]) == runs.bleu(["a x ."], ["a zebra ."])
     with pytest.raises(ValueError, match="as many"):
-        tr.bleu(hyps, refs[:1])
+        runs.bleu(hyps, refs[:1])
     with pytest.raises(TypeError):
-        tr.bleu("a", "a")
+        runs.bleu("a", "a")
 
 
 def test_bleu_by_length_buckets():
@@ -94,24 +95,32 @@ def build(data):
     return lambda: Seq2Seq(len(data.src_vocab), len(data.tgt_vocab), 8, 16)
 
 
+def trained(name, build, data, **kwargs):
+    return runs.trained(tr.run(name, build, data, **kwargs))
+
+
+def fit(model, data, **kwargs):
+    return runs.fit(tr.run("toy", model, data, **kwargs))
+
+
 def test_trained_caches_deterministic_weights(data, tmp_path, monkeypatch):
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
     kwargs = dict(steps=5, batch_size=8, lr=1e-2, seed=3)
-    model, history = tr.trained("toy", build(data), data, **kwargs)
+    model, history = trained("toy", build(data), data, **kwargs)
     assert len(list(tmp_path.glob("*.pt"))) == 1 and len(history["loss"]) == 5
     calls = []
-    monkeypatch.setattr(tr, "fit", lambda *a, **k: calls.append(1))
-    loaded, history2 = tr.trained("toy", build(data), data, **kwargs)
+    monkeypatch.setattr(runs, "fit", lambda *a, **k: calls.append(1))
+    loaded, history2 = trained("toy", build(data), data, **kwargs)
     assert not calls and history2 == history  # loaded, not trained
     for (name, p), q in zip(model.state_dict().items(), loaded.state_dict().values(), strict=True):
         assert torch.equal(p, q), name
     monkeypatch.undo()
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
-    torch.manual_seed(123)  # the global state does not matter: trained seeds it
-    fresh, _ = tr.trained("toy", build(data), data, **kwargs)
+    torch.manual_seed(123)  # the global state does not matter: the run seeds it
+    fresh, _ = trained("toy", build(data), data, **kwargs)
     assert all(torch.equal(p, q) for p, q in zip(fresh.state_dict().values(),
                                                   loaded.state_dict().values(), strict=True))
-    retrained, _ = tr.trained("toy", build(data), data, **{**kwargs, "steps": 6})
+    retrained, _ = trained("toy", build(data), data, **{**kwargs, "steps": 6})
     assert len(list(tmp_path.glob("*.pt"))) == 2  # a changed fit argument trains again
     assert not torch.equal(retrained.decoder.output.weight, loaded.decoder.output.weight)
 
@@ -120,25 +129,25 @@ def test_cache_key_covers_configuration_and_data(data, tmp_path, monkeypatch):
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
     kwargs = dict(steps=2, batch_size=8, lr=1e-2, seed=0)
     V_s, V_t = len(data.src_vocab), len(data.tgt_vocab)
-    tr.trained("m", lambda: Seq2Seq(V_s, V_t, 8, 16), data, **kwargs)
-    tr.trained("m", lambda: Seq2Seq(V_s, V_t, 8, 16, reverse_source=True), data, **kwargs)
+    trained("m", lambda: Seq2Seq(V_s, V_t, 8, 16), data, **kwargs)
+    trained("m", lambda: Seq2Seq(V_s, V_t, 8, 16, reverse_source=True), data, **kwargs)
     other = tr.prepare({"train": synthetic(200, 5)}, min_freq=1)
-    tr.trained("m", lambda: Seq2Seq(len(other.src_vocab), len(other.tgt_vocab), 8, 16), other,
-               **kwargs)
+    trained("m", lambda: Seq2Seq(len(other.src_vocab), len(other.tgt_vocab), 8, 16), other,
+            **kwargs)
     assert len(list(tmp_path.glob("*.pt"))) == 3
 
 
-def test_fit_learns_and_translate_decodes(data):
+def test_a_run_learns_and_translate_decodes(data):
     torch.manual_seed(0)
     model = AttentionSeq2Seq(len(data.src_vocab), len(data.tgt_vocab), 16, 32)
-    history = tr.fit(model, data, steps=80, batch_size=32, lr=2e-2, progress=False)
+    history = fit(model, data, steps=80, batch_size=32, lr=2e-2)
     assert sum(history["loss"][-10:]) / 10 < 0.5 * sum(history["loss"][:10]) / 10
     sources = [s for s, _ in data.pairs["test"][:20]]
     refs = [t for _, t in data.pairs["test"][:20]]
     greedy = tr.translate(model, data, sources)
     assert all(isinstance(h, str) for h in greedy) and len(greedy) == 20
     assert tr.translate(model, data, sources, method="beam", beam_size=1) == greedy
-    assert tr.bleu(greedy, refs) > 30
+    assert runs.bleu(greedy, refs) > 30
     g = lambda: torch.Generator().manual_seed(0)  # noqa: E731
     one = tr.translate(model, data, sources, method="sample", temperature=0.5, generator=g())
     assert one == tr.translate(model, data, sources, method="sample", temperature=0.5,
@@ -147,64 +156,53 @@ def test_fit_learns_and_translate_decodes(data):
         tr.translate(model, data, sources, method="top")
 
 
-def test_lr_factor_warms_up_then_decays_to_zero():
-    assert [tr.lr_factor(s, 10) for s in range(10)] == [1.0] * 10  # constant by default
-    warm = [tr.lr_factor(s, 10, warmup=4) for s in range(10)]
-    assert warm == [0.25, 0.5, 0.75, 1.0] + [1.0] * 6
-    both = [tr.lr_factor(s, 10, warmup=4, decay=True) for s in range(10)]
-    assert both[:4] == warm[:4]
-    assert both[4:] == pytest.approx([6 / 6, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6])
-    assert [tr.lr_factor(s, 4, decay=True) for s in range(4)] == [1.0, 0.75, 0.5, 0.25]
+def test_warmup_linear_refuses_a_bad_warmup():
+    assert [runs.warmup_linear(s, 10) for s in range(10)] == [1.0] * 10  # constant
+    assert [runs.warmup_linear(s, 4, decay=True) for s in range(4)] == [1.0, 0.75, 0.5, 0.25]
     for bad in [-1, 10, 2.5, True]:
         with pytest.raises(ValueError, match="warmup"):
-            tr.lr_factor(0, 10, warmup=bad)
-    with pytest.raises(ValueError, match="steps"):
-        tr.lr_factor(0, 0)
+            runs.warmup_linear(0, 10, warmup=bad)
 
 
-def test_fit_sets_each_steps_learning_rate(data, monkeypatch):
-    rates, train = [], tr.train  # the rate of each step, read as the optimizer steps
+def test_a_run_sets_each_steps_learning_rate(data, monkeypatch):
+    rates, train = [], runs.train  # the rate of each step, read as the optimizer steps
 
     def spy(*args, optimizer, **kwargs):
         optimizer.register_step_pre_hook(lambda opt, *_: rates.append(opt.param_groups[0]["lr"]))
         return train(*args, optimizer=optimizer, **kwargs)
 
-    monkeypatch.setattr(tr, "train", spy)
+    monkeypatch.setattr(runs, "train", spy)
     model = build(data)()
-    tr.fit(model, data, steps=6, batch_size=8, lr=0.1, warmup=2, decay=True, progress=False)
+    fit(model, data, steps=6, batch_size=8, lr=0.1, warmup=2, decay=True)
     assert rates == pytest.approx([0.05, 0.1, 0.1, 0.075, 0.05, 0.025])
-    # Exactly the rates fit set itself, lr * lr_factor, before the book had one mechanism.
     rates.clear()
-    tr.fit(model, data, steps=120, batch_size=8, lr=3e-3, warmup=40, decay=True,
-           progress=False)
-    assert rates == [3e-3 * tr.lr_factor(step, 120, 40, True) for step in range(120)]
+    fit(model, data, steps=120, batch_size=8, lr=3e-3, warmup=40, decay=True)
+    assert rates == [3e-3 * runs.warmup_linear(step, 120, 40, True) for step in range(120)]
     rates.clear()
-    tr.fit(model, data, steps=3, batch_size=8, lr=0.1, progress=False)
+    fit(model, data, steps=3, batch_size=8, lr=0.1)
     assert rates == [0.1, 0.1, 0.1]  # no schedule: the constant rate
     with pytest.raises(ValueError, match="warmup"):
-        tr.fit(model, data, steps=3, batch_size=8, lr=0.1, warmup=3)
+        fit(model, data, steps=3, batch_size=8, lr=0.1, warmup=3)
 
 
 def test_batches_collate_the_drawn_indices(data):
     examples = data.ids["train"]
-    drawn = tr.batch_indices(examples, 16, torch.Generator().manual_seed(4))
+    drawn = runs.batch_indices(examples, 16, torch.Generator().manual_seed(4))
     for batch in itertools.islice(tr.batches(examples, 16, torch.Generator().manual_seed(4)),
                                   30):  # more than an epoch of 13 batches
         expected = tr.collate([examples[j] for j in next(drawn)])
         assert all(torch.equal(batch[k], expected[k]) for k in expected)
-    with pytest.raises(ValueError, match="empty"):
-        next(tr.batch_indices([], 4, torch.Generator()))
 
 
 def test_scheduled_training_is_cached_under_its_own_key(data, tmp_path, monkeypatch):
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
     kwargs = dict(steps=4, batch_size=8, lr=1e-2, seed=0)
-    plain, _ = tr.trained("s", build(data), data, **kwargs)
-    on_cpu, _ = tr.trained("s", build(data), data, device="cpu", **kwargs)  # loaded
+    plain, _ = trained("s", build(data), data, **kwargs)
+    on_cpu, _ = trained("s", build(data), data, device="cpu", **kwargs)  # loaded
     assert len(list(tmp_path.glob("*.pt"))) == 1
     assert all(torch.equal(p, q) for p, q in zip(plain.state_dict().values(),
                                                   on_cpu.state_dict().values(), strict=True))
-    warm, _ = tr.trained("s", build(data), data, warmup=2, decay=True, **kwargs)
+    warm, _ = trained("s", build(data), data, warmup=2, decay=True, **kwargs)
     assert len(list(tmp_path.glob("*.pt"))) == 2
     assert not torch.equal(warm.decoder.output.weight, plain.decoder.output.weight)
 
@@ -228,43 +226,45 @@ def test_subword_preparation_round_trips_and_leaves_fewer_unknowns():
         tr.unknown_rate(words, "valid")
 
 
-def test_fit_with_label_smoothing_trains_on_the_smoothed_loss(data, monkeypatch):
+def test_a_run_with_label_smoothing_trains_on_the_smoothed_loss(data, monkeypatch):
     seen = []
-    smoothed = tr.masked_cross_entropy
+    smoothed = seq2seq.masked_cross_entropy
 
     def spy(logits, targets, label_smoothing=0.0, **kwargs):
         seen.append(label_smoothing)
         return smoothed(logits, targets, label_smoothing=label_smoothing, **kwargs)
 
-    monkeypatch.setattr(tr, "masked_cross_entropy", spy)
+    monkeypatch.setattr(seq2seq, "masked_cross_entropy", spy)
     torch.manual_seed(0)
     model = Seq2Seq(len(data.src_vocab), len(data.tgt_vocab), 8, 16)
-    tr.fit(model, data, steps=3, batch_size=8, lr=1e-2, label_smoothing=0.1, progress=False)
-    tr.fit(model, data, steps=2, batch_size=8, lr=1e-2, progress=False)
+    fit(model, data, steps=3, batch_size=8, lr=1e-2, label_smoothing=0.1)
+    fit(model, data, steps=2, batch_size=8, lr=1e-2)
     assert seen == [0.1, 0.1, 0.1, 0.0, 0.0]
 
 
 def test_trained_together_trains_in_processes_exactly_as_here(data, tmp_path, monkeypatch):
     V_s, V_t = len(data.src_vocab), len(data.tgt_vocab)
-    runs = [  # dropout draws from the global generator: the workers must start from its state
-        ("rnn", build(data), data, dict(steps=4, batch_size=8, lr=1e-2, seed=3)),
-        ("transformer", lambda: Transformer(V_s, V_t, p=16, heads=2, n1=32, num_layers=1,
-                                            dropout=0.1),
-         data, dict(steps=4, batch_size=8, lr=1e-3, seed=5)),
-        ("transformer", lambda: Transformer(V_s, V_t, p=16, heads=2, n1=32, num_layers=1,
-                                            dropout=0.1),
-         data, dict(steps=4, batch_size=8, lr=1e-3, seed=5, label_smoothing=0.1)),
+
+    def transformer():
+        return Transformer(V_s, V_t, p=16, heads=2, n1=32, num_layers=1, dropout=0.1)
+
+    calls = [  # dropout draws from the global generator: the workers must start from its state
+        ("rnn", build(data), dict(steps=4, batch_size=8, lr=1e-2, seed=3)),
+        ("transformer", transformer, dict(steps=4, batch_size=8, lr=1e-3, seed=5)),
+        ("transformer", transformer,
+         dict(steps=4, batch_size=8, lr=1e-3, seed=5, label_smoothing=0.1)),
     ]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the workers take this process's number of threads
     try:
         monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "here"))
-        here = [tr.trained(name, b, d, **kw) for name, b, d, kw in runs]
+        here = [trained(name, b, data, **kw) for name, b, kw in calls]
         monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "workers"))
-        together = tr.trained_together(runs, processes=2)
+        together = runs.trained_together([tr.run(name, b, data, **kw) for name, b, kw in calls],
+                                         processes=2)
         assert len(list((tmp_path / "workers").glob("*.pt"))) == 3
-        monkeypatch.setattr(seqlib.training, "ProcessPoolExecutor", None)  # all cached
-        again = tr.trained_together(runs)
+        monkeypatch.setattr(runs, "ProcessPoolExecutor", None)  # all cached
+        again = runs.trained_together([tr.run(name, b, data, **kw) for name, b, kw in calls])
     finally:
         torch.set_num_threads(threads)
     for (model, history), (other, saved), (_, loaded) in zip(here, together, again, strict=True):
@@ -272,5 +272,3 @@ def test_trained_together_trains_in_processes_exactly_as_here(data, tmp_path, mo
         for p, q in zip(model.state_dict().values(), other.state_dict().values(), strict=True):
             assert torch.equal(p, q)
     assert here[1][1]["loss"] != here[2][1]["loss"]  # the two transformers differ
-    with pytest.raises(ValueError, match="processes"):
-        tr.trained_together(runs, processes=0)

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from seqlib.widgets import adjoint_norms, plot_adjoint_norms, spectral_radius_explorer  # noqa: E402
+from seqlib.diagrams.widgets import adjoint_norms, plot_adjoint_norms, spectral_radius_explorer  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

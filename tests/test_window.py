@@ -5,8 +5,9 @@ import torch
 
 import seqlib
 from seqlib import lm
+from seqlib.experiments import shakespeare
+from seqlib.experiments.window import WindowLM, matched_window_model, window_parameter_count
 from seqlib.text import char_vocab
-from seqlib.window import WindowLM, matched_window_model, window_parameter_count
 
 V, E, M = 7, 3, 5
 
@@ -51,7 +52,7 @@ def test_nothing_older_than_the_window_matters():
 
 def test_size_matching_and_the_language_model_plumbing():
     vocab = char_vocab("to be or not to be, that is the question")
-    config = dict(lm.BOOK_PROFILE)
+    config = dict(shakespeare.BOOK_PROFILE)
     lstm = lm.recurrent_model("lstm", len(vocab), config)
     for k in (1, 8, 32):
         model = matched_window_model(len(vocab), k, config)

@@ -9,6 +9,8 @@ The checkers live in one module per chapter topic and are all importable from he
 `from seqlib.exercises import check_peephole_lstm`.
 """
 
+import importlib
+
 import torch
 
 
@@ -56,42 +58,47 @@ def passed(what: str) -> None:
     print(f"correct: {what}")
 
 
-__all__ = ["ExerciseError", "expect", "expect_close", "passed"]
+# The checkers, one module per page, each imported when first asked for (so that a page
+# loads only the parts of seqlib its own checkers need).
+CHECKERS = {
+    "check_additive_attention": "attention",
+    "check_grid_attention": "captioning",
+    "check_beam_step": "decoding",
+    "check_fit_temperature": "decoding",
+    "check_analogy": "embeddings",
+    "check_greedy_decoding": "encoder_decoder",
+    "check_companion": "forecasting",
+    "check_feed_back": "forecasting",
+    "check_peephole_lstm": "gated",
+    "check_pytorch_gru": "gated",
+    "check_top_p": "language_models",
+    "check_stateful_reverse": "length",
+    "check_lm_targets": "pretraining",
+    "check_rnn_forward": "recurrent",
+    "check_sequence_loss": "recurrent",
+    "check_truncated_bptt": "recurrent",
+    "check_additive_scores": "scores",
+    "check_multi_head_attention": "self_attention",
+    "check_bidirectional_ends": "sentiment",
+    "check_masked_mean": "sentiment",
+    "check_bidirectional": "stacking",
+    "check_bpe_encoder": "subwords",
+    "check_bpe_learner": "subwords",
+    "check_masked_batch_norm": "trainability",
+    "check_pre_norm_block": "transformer",
+    "check_rms_norm": "transformer",
+    "check_min_p_filter": "transformer_lm",
+    "check_sequence_log_prob": "translation",
+    "check_window_features": "window",
+}
 
-# The checkers, one module per page (imported after the helpers they use).
-from seqlib.exercises.attention import check_additive_attention  # noqa: E402
-from seqlib.exercises.captioning import check_grid_attention  # noqa: E402
-from seqlib.exercises.decoding import check_beam_step, check_fit_temperature  # noqa: E402
-from seqlib.exercises.embeddings import check_analogy  # noqa: E402
-from seqlib.exercises.encoder_decoder import check_greedy_decoding  # noqa: E402
-from seqlib.exercises.forecasting import check_companion, check_feed_back  # noqa: E402
-from seqlib.exercises.gated import check_peephole_lstm, check_pytorch_gru  # noqa: E402
-from seqlib.exercises.language_models import check_top_p  # noqa: E402
-from seqlib.exercises.length import check_stateful_reverse  # noqa: E402
-from seqlib.exercises.pretraining import check_lm_targets  # noqa: E402
-from seqlib.exercises.recurrent import (  # noqa: E402
-    check_rnn_forward,
-    check_sequence_loss,
-    check_truncated_bptt,
-)
-from seqlib.exercises.scores import check_additive_scores  # noqa: E402
-from seqlib.exercises.self_attention import check_multi_head_attention  # noqa: E402
-from seqlib.exercises.sentiment import check_bidirectional_ends, check_masked_mean  # noqa: E402
-from seqlib.exercises.stacking import check_bidirectional  # noqa: E402
-from seqlib.exercises.subwords import check_bpe_encoder, check_bpe_learner  # noqa: E402
-from seqlib.exercises.trainability import check_masked_batch_norm  # noqa: E402
-from seqlib.exercises.transformer import check_pre_norm_block, check_rms_norm  # noqa: E402
-from seqlib.exercises.transformer_lm import check_min_p_filter  # noqa: E402
-from seqlib.exercises.translation import check_sequence_log_prob  # noqa: E402
-from seqlib.exercises.window import check_window_features  # noqa: E402
+__all__ = ["ExerciseError", "expect", "expect_close", "passed", *CHECKERS]
 
-__all__ += ["check_additive_attention", "check_grid_attention", "check_beam_step",
-            "check_fit_temperature", "check_analogy", "check_greedy_decoding",
-            "check_companion", "check_feed_back", "check_peephole_lstm",
-            "check_pytorch_gru", "check_top_p", "check_stateful_reverse",
-            "check_rnn_forward", "check_sequence_loss", "check_truncated_bptt",
-            "check_additive_scores", "check_multi_head_attention",
-            "check_bidirectional_ends", "check_masked_mean", "check_bidirectional",
-            "check_bpe_encoder", "check_bpe_learner", "check_pre_norm_block",
-            "check_rms_norm", "check_min_p_filter", "check_sequence_log_prob",
-            "check_window_features", "check_lm_targets", "check_masked_batch_norm"]
+
+def __getattr__(name: str):
+    """A checker, imported from its module on first use (PEP 562)."""
+    if name not in CHECKERS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    checker = getattr(importlib.import_module(f"{__name__}.{CHECKERS[name]}"), name)
+    globals()[name] = checker
+    return checker

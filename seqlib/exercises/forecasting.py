@@ -4,15 +4,15 @@
   and its W_hh the companion matrix of the coefficients;
 - `check_feed_back`: the two phases of lookahead prediction, a warm-up on observed values
   and then predictions fed back as inputs, the loop of (7.3), written with the teacher-forced
-  forward pass of a seqlib.forecast.Forecaster.
+  forward pass of a seqlib.experiments.forecasting.Forecaster.
 
-Series are (batch, time) tensors, as in seqlib.forecast.
+Series are (batch, time) tensors, as in seqlib.experiments.forecasting.
 """
 
 import torch
 
 from seqlib.exercises import ExerciseError, expect, expect_close, passed
-from seqlib.forecast import Forecaster, ar_forecast
+from seqlib.experiments.forecasting import Forecaster, ar_forecast
 
 
 def _callable(attempt, what: str) -> None:
@@ -39,11 +39,11 @@ def _linear_forecast(W_hh: torch.Tensor, b_h: torch.Tensor, history: torch.Tenso
 
 def check_companion(attempt) -> None:
     """Check `attempt(coef) -> (W_hh, b_h)`: for the AR(p) coefficients coef = [c, a_1, ...,
-    a_p] (a (p + 1,) tensor, as seqlib.forecast.fit_ar returns them), the (p, p) matrix
+    a_p] (a (p + 1,) tensor, as forecasting.fit_ar returns them), the (p, p) matrix
     W_hh and the (p,) vector b_h of the linear unit h^<t+1> = W_hh h^<t> + b_h whose state
     h^<t> = (x^<t>, x^<t-1>, ..., x^<t-p+1>) holds the last p values, newest first. Run from
     the state at the end of a history, the first entry of each new state must be the
-    forecast of seqlib.forecast.ar_forecast."""
+    forecast of seqlib.experiments.forecasting.ar_forecast."""
     _callable(attempt, "coef -> (W_hh, b_h)")
     generator = torch.Generator().manual_seed(0)
     for p in (1, 2, 5):
@@ -88,7 +88,7 @@ def check_companion(attempt) -> None:
                             "one place, h_i^<t+1> = h_(i-1)^<t> (ones just below the "
                             "diagonal, zeros elsewhere), so the state keeps the last p values")
     passed("the companion matrix W_hh and b_h = (c, 0, ..., 0) run AR(p) as a linear "
-           "recurrent unit; its fed-back forecasts equal seqlib.forecast.ar_forecast for "
+           "recurrent unit; its fed-back forecasts equal forecasting.ar_forecast for "
            "p = 1, 2 and 5")
 
 
@@ -128,7 +128,7 @@ def _variant(model: Forecaster, history, horizon, day, *, whole=False, restart=F
 
 def check_feed_back(attempt) -> None:
     """Check `attempt(model, history, horizon, day) -> (B, horizon)`, the lookahead loop of
-    Fig. 7.1 (a) for a seqlib.forecast.Forecaster `model`, written with its teacher-forced
+    Fig. 7.1 (a) for a forecasting.Forecaster `model`, written with its teacher-forced
     forward pass `model(window, day, state) -> (predictions (B, T), state)` only: warm up on
     the last model.warmup values of `history` (B, T), then feed each prediction back as the
     next input, carrying the state, up to `horizon`. `day` (B,) is the day index of

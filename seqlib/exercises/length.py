@@ -4,7 +4,7 @@ import torch
 from torch import nn
 
 from seqlib.exercises import ExerciseError, expect, passed
-from seqlib.length import greedy_reverse, reversal_batch
+from seqlib.experiments.length import greedy_reverse, reversal_batch
 from seqlib.lm import RecurrentLM
 
 
@@ -22,7 +22,7 @@ class _Reading(nn.Module):
 
 def check_stateful_reverse(reverse) -> None:
     """`reverse(model, x, symbols)`: the greedy answer (B, n) of a RecurrentLM `model` to
-    the symbols x (B, n), as seqlib.length.greedy_reverse, but reading each token once:
+    the symbols x (B, n), as seqlib.experiments.length.greedy_reverse, but reading each token once:
     [x, SEP] in one call, then one call per answer token with the state carried, (7.2)."""
     if not callable(reverse):
         raise TypeError(f"reverse must be a function, got {type(reverse).__name__}")

@@ -3,14 +3,14 @@
 import torch
 
 from seqlib.exercises import ExerciseError, expect, passed, run_attempt
-from seqlib.pretrain import IGNORE, lm_targets
+from seqlib.experiments.pretraining import IGNORE, lm_targets
 from seqlib.text import pad_batch
 
 
 def check_lm_targets(attempt) -> None:
     """`attempt(ids, mask, output_size)`: the targets (B, T) of the forward LM (the next
     word) and of the backward LM (the previous word), IGNORE (-100) where there is none,
-    ids at or above output_size as <unk> (1), as seqlib.pretrain.lm_targets."""
+    ids at or above output_size as <unk> (1), as seqlib.experiments.pretraining.lm_targets."""
     if not callable(attempt):
         raise TypeError(f"lm_targets must be a function, got {type(attempt).__name__}")
     batches = [([[5, 6, 7]], 10, "one sentence"),

@@ -3,8 +3,8 @@
 from collections import Counter
 from itertools import pairwise
 
-from seqlib.bpe import BPE, _merge, learn_merges
 from seqlib.exercises import ExerciseError, expect, passed
+from seqlib.experiments.bpe import BPE, learn_merges, merge_pair
 
 # Small corpora that tell learners' mistakes apart: the course's example (ties at the first
 # merge), runs of one letter (pairs that overlap) and words that share their endings.
@@ -48,7 +48,7 @@ def check_bpe_learner(learn) -> None:
     """`learn(word_counts, n)`: the first n merges (pairs) of BPE on a Counter of words,
     without an end-of-word marker. The checker replays the merges: each must be a most
     frequent pair (each word weighted by its count) of the words as the merges before it
-    left them. Ties may go either way (seqlib.bpe gives them to the pair seen first)."""
+    left them. Ties may go either way (seqlib.experiments.bpe gives them to the pair seen first)."""
     _check_callable("learn", learn)
     for corpus in CORPORA:
         for n in (1, 3, 6):
@@ -74,5 +74,5 @@ def check_bpe_learner(learn) -> None:
                         f"{counts[a, b]} times at that point, but {best} is seen {top} times "
                         "(every neighbouring pair of every word, times the word's count, "
                         "in the words as the earlier merges left them)")
-                symbols = {word: _merge(s, (a, b)) for word, s in symbols.items()}
+                symbols = {word: merge_pair(s, (a, b)) for word, s in symbols.items()}
     passed("every merge of learn is a most frequent pair, on 3 corpora")

@@ -81,7 +81,7 @@ def learn_merges(words, merges: int, end_of_word: str | None = END_OF_WORD,
             for p in _pairs(old):
                 pair_count[p] -= freq[i]
                 changed.add(p)
-            vocab[i] = new = _merge(old, pair)
+            vocab[i] = new = merge_pair(old, pair)
             for p in _pairs(new):
                 pair_count[p] += freq[i]
                 where.setdefault(p, set()).add(i)
@@ -104,7 +104,7 @@ def _symbols(word: str, end_of_word: str | None) -> list[str]:
     return symbols
 
 
-def _merge(symbols: list[str], pair: tuple[str, str]) -> list[str]:
+def merge_pair(symbols: list[str], pair: tuple[str, str]) -> list[str]:
     """`symbols` with every occurrence of `pair`, left to right, made one symbol."""
     out, i = [], 0
     while i < len(symbols):
@@ -141,7 +141,7 @@ class BPE:
                 pair = min(_pairs(symbols), key=lambda p: self.ranks.get(p, len(self.ranks)))
                 if pair not in self.ranks:
                     break
-                symbols = _merge(symbols, pair)
+                symbols = merge_pair(symbols, pair)
             self._cache[word] = symbols
         return list(self._cache[word])
 

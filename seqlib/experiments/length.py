@@ -7,13 +7,14 @@ token stream, tensors (batch, time); it is trained on the n answer tokens only a
 evaluated by greedy decoding, at lengths n it was trained on and at longer ones.
 """
 
+from functools import partial
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from seqlib.checks import positive_int
-from seqlib.lm import lr_factor
-from seqlib.training import cached, train
+from seqlib.experiments import runs
 
 FIT_KEYS = ("lengths", "batch_size", "steps", "lr", "warmup", "symbols", "seed")
 
@@ -57,30 +58,32 @@ def _check_config(config) -> dict:
     return config
 
 
-def fit(model: nn.Module, config: dict, *, progress: bool = False) -> dict:
-    """Train `model` for config["steps"] batches of config["batch_size"] task sequences,
-    each batch of one length n drawn uniformly from config["lengths"] (shortest, longest),
-    all from a generator seeded with config["seed"]: AdamW at peak rate config["lr"] with the
-    warm-up and cosine schedule seqlib.lm.lr_factor, gradients clipped at norm 1."""
+def run(name: str, model: nn.Module, config: dict) -> runs.Run:
+    """The run of `model` on the task: config["steps"] batches of config["batch_size"] task
+    sequences, each batch of one length n drawn uniformly from config["lengths"]
+    (shortest, longest), all from the run's generator, seeded with config["seed"]: AdamW at
+    peak rate config["lr"] with runs.warmup_cosine's warm-up and decay, gradients clipped at
+    norm 1."""
     config = _check_config(config)
-    gen = torch.Generator().manual_seed(config["seed"])
-    low, high = config["lengths"]
+    steps = config["steps"]
+    return runs.Run(name, model, reversal_loss,
+                    partial(_batches, config["lengths"], config["batch_size"],
+                            config["symbols"]),
+                    partial(runs.adamw, lr=config["lr"]), steps,
+                    schedule=partial(runs.warmup_cosine, steps=steps, warmup=config["warmup"]),
+                    clip=1.0, seed=config["seed"], key=(sorted(config.items()),),
+                    module=__name__, desc="reverse")
+
+
+def _batches(lengths: tuple, batch_size: int, symbols: int, generator: torch.Generator):
+    """step -> a batch of task sequences of one length, drawn from `generator`."""
+    low, high = lengths
 
     def batch(step):
-        n = int(torch.randint(low, high + 1, (), generator=gen))
-        return reversal_batch(n, config["batch_size"], config["symbols"], gen)
+        n = int(torch.randint(low, high + 1, (), generator=generator))
+        return reversal_batch(n, batch_size, symbols, generator)
 
-    steps, warmup = config["steps"], config["warmup"]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"])
-    return train(model, reversal_loss, batch, steps=steps, optimizer=optimizer,
-                 clip=1.0, schedule=lambda step: lr_factor(step, warmup, steps),
-                 progress=progress, desc="reverse")
-
-
-def trained(name: str, model: nn.Module, config: dict) -> dict:
-    """`fit(model, config)` through seqlib.training.cached (trained once, then loaded);
-    returns the history. A module-level function, so runs can train in worker processes."""
-    return cached(name, model, lambda: fit(model, config), sorted(config.items()))
+    return batch
 
 
 @torch.no_grad()

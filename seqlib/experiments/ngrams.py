@@ -1,5 +1,5 @@
 """Bag-of-n-grams sentence classifiers (beyond the chapter): the baselines that the sequence
-models of seqlib.classify are measured against on the sentence polarity data set, as in
+models of seqlib.experiments.classify are measured against on the sentence polarity data set, as in
 Wang & Manning (2012), "Baselines and bigrams: simple, good sentiment and topic
 classification" (ACL).
 

@@ -3,10 +3,10 @@ PyTorch's own engine: `torchrun` starts one process per device, DistributedDataP
 (DDP) averages their gradients (NCCL on GPUs, gloo on CPUs), and seqlib.train runs the
 steps.
 
-    python -m seqlib.run translation-de-en                    # one process: a GPU or the CPU
-    torchrun --standalone --nproc_per_node=8 -m seqlib.run char-lm    # 8 GPUs of one machine
+    python -m seqlib.experiments.run translation-de-en              # one GPU or the CPU
+    torchrun --standalone --nproc_per_node=8 -m seqlib.experiments.run char-lm   # 8 GPUs
     torchrun --nnodes=2 --nproc_per_node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 \\
-        --rdzv-id=de-en -m seqlib.run translation-de-en       # the same on each of 2 machines
+        --rdzv-id=de-en -m seqlib.experiments.run translation-de-en  # on each of 2 machines
 
 The experiments (`EXPERIMENTS`, beyond the chapter's text) are full profiles of the
 chapters of Sections 7.4 and 7.5: the transformer of Fig. 7.16 from German to English
@@ -22,7 +22,7 @@ on GPUs that have them.
   weighted so that DDP's average of the gradients is the gradient of the whole batch.
 - Only rank 0 prints, shows a progress bar and reads and writes the folder `--out`. It
   writes a checkpoint every `--checkpoint-every` steps, atomically (`save_atomic` of
-  seqlib.training); a run started again with the same `--out` continues from the last one,
+  seqlib.experiments.runs); a run started again with the same `--out` continues from the last one,
   on any number of processes. The randomness of dropout at step s comes from a generator
   seeded with (seed, s, rank), so a resumed run is the run that was not interrupted.
 - At the end, rank 0 evaluates the model (validation loss; BLEU on test_2016_flickr for
@@ -44,11 +44,13 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from seqlib import lm
-from seqlib import translate as tr
 from seqlib.data import multi30k, tiny_shakespeare
-from seqlib.seq2seq import AttentionSeq2Seq
+from seqlib.experiments import runs, shakespeare
+from seqlib.experiments import translation as tr
+from seqlib.experiments.runs import save_atomic
+from seqlib.seq2seq import AttentionSeq2Seq, teacher_forced_loss
 from seqlib.text import char_vocab
-from seqlib.training import save_atomic, train
+from seqlib.training import train
 from seqlib.transformer import Transformer, TransformerLM
 from seqlib.utils import default_device, seed_everything
 
@@ -96,7 +98,7 @@ def _share(rows: int, rank: int, world: int) -> slice:
 
 
 def translation(config: dict, device: torch.device) -> Setup:
-    """The transformer of Fig. 7.16 on Multi30k, trained as seqlib.translate.fit trains it;
+    """The transformer of Fig. 7.16 on Multi30k, trained as translation.run trains it;
     config["limit"] and config["eval_limit"], when not None, keep only the first training
     pairs and the first pairs of each evaluation split (quick checks)."""
     return _translation(config, device, lambda data: Transformer(
@@ -106,7 +108,7 @@ def translation(config: dict, device: torch.device) -> Setup:
 
 def attention_translation(config: dict, device: torch.device) -> Setup:
     """The encoder-decoder with attention of Fig. 7.10 and (7.22) on Multi30k, trained as
-    seqlib.translate.fit trains it (chapter 08's full configuration)."""
+    translation.run trains it (chapter 08's full configuration)."""
     return _translation(config, device, lambda data: AttentionSeq2Seq(
         len(data.src_vocab), len(data.tgt_vocab), config["embed"], config["hidden"],
         **{k: config[k] for k in ("unit", "encoder_size", "score", "attention_size")}))
@@ -114,7 +116,7 @@ def attention_translation(config: dict, device: torch.device) -> Setup:
 
 def _translation(config: dict, device: torch.device, build: Callable) -> Setup:
     """A translation experiment of the model build(data) (called after seeding, as
-    seqlib.translate.trained calls it)."""
+    translation.run calls it)."""
     pairs = {split: multi30k(split, config["src"], config["tgt"])
              for split in ("train", "val", "test_2016_flickr")}
     pairs["train"] = pairs["train"][:config["limit"]]
@@ -124,7 +126,7 @@ def _translation(config: dict, device: torch.device, build: Callable) -> Setup:
     seed_everything(config["seed"])
     model = build(data)
     examples = data.ids["train"]
-    draws = at_step(tr.batch_indices(examples, config["batch_size"],
+    draws = at_step(runs.batch_indices(examples, config["batch_size"],
                                      torch.Generator().manual_seed(config["seed"])))
 
     def batch(step, rank, world):
@@ -136,10 +138,10 @@ def _translation(config: dict, device: torch.device, build: Callable) -> Setup:
                 sum(tokens[mine]) * world / sum(tokens))
 
     steps, warmup, decay = config["steps"], config["warmup"], config["decay"]
-    tr.lr_factor(0, steps, warmup, decay)  # checks warmup
-    return Setup(data, model, lambda m: tr.adam(m, config["lr"]),
-                 lambda step: tr.lr_factor(step, steps, warmup, decay), config["clip"],
-                 tr.loss_fn, batch, lambda m: translation_val_loss(m, data),
+    runs.warmup_linear(0, steps, warmup, decay)  # checks warmup
+    return Setup(data, model, lambda m: runs.adam(m, config["lr"]),
+                 lambda step: runs.warmup_linear(step, steps, warmup, decay), config["clip"],
+                 teacher_forced_loss, batch, lambda m: translation_val_loss(m, data),
                  lambda m: evaluate_translation(m, data))
 
 
@@ -152,7 +154,7 @@ def translation_val_loss(model: nn.Module, data: tr.TranslationData) -> float:
     for i in range(0, len(val), 100):
         batch = {k: v.to(device) for k, v in tr.collate(val[i:i + 100]).items()}
         n = (batch["tgt_out"] != data.tgt_vocab.pad_id).sum().item()
-        total, tokens = total + tr.loss_fn(model, batch).item() * n, tokens + n
+        total, tokens = total + teacher_forced_loss(model, batch).item() * n, tokens + n
     return total / tokens
 
 
@@ -162,14 +164,14 @@ def evaluate_translation(model: nn.Module, data: tr.TranslationData) -> dict:
     of test_2016_flickr."""
     src, ref = zip(*data.pairs["test_2016_flickr"], strict=True)
     return {"val_loss": translation_val_loss(model, data),
-            "bleu_greedy": tr.bleu(tr.translate(model, data, list(src)), list(ref)),
-            "bleu_beam4": tr.bleu(tr.translate(model, data, list(src), method="beam",
+            "bleu_greedy": runs.bleu(tr.translate(model, data, list(src)), list(ref)),
+            "bleu_beam4": runs.bleu(tr.translate(model, data, list(src), method="beam",
                                                beam_size=4), list(ref))}
 
 
 def char_lm(config: dict, device: torch.device) -> Setup:
     """The decoder-only transformer of chapter 7.5 on tiny Shakespeare, trained as
-    seqlib.lm.fit trains it."""
+    runs.language_model trains it."""
     if config["context"] > config["max_len"]:
         raise ValueError(f"context={config['context']} exceeds max_len={config['max_len']}: "
                          "a chunk must fit the transformer's positions")
@@ -192,9 +194,11 @@ def char_lm(config: dict, device: torch.device) -> Setup:
     def val_loss(m):
         return lm.evaluate(m, val_ids, 32, config["context"])
 
-    return Setup((vocab, train_ids, val_ids), model, lambda m: lm.adamw(m, config),
-                 lambda step: lm.lr_factor(step, warmup, steps), 1.0,
-                 lm.carried_state_loss(), batch, val_loss, lambda m: {"val_loss": val_loss(m)})
+    return Setup((vocab, train_ids, val_ids), model,
+                 lambda m: runs.adamw(m, config["lr"], config.get("weight_decay", 0.01),
+                                      config.get("beta2", 0.999)),
+                 lambda step: runs.warmup_cosine(step, steps, warmup), 1.0,
+                 lm.CarriedStateLoss(), batch, val_loss, lambda m: {"val_loss": val_loss(m)})
 
 
 def _translation_config(src: str, tgt: str, full: dict) -> dict:
@@ -210,8 +214,8 @@ EXPERIMENTS = {
                                                            tr.TRANSFORMER_FULL_PROFILE)),
     "attention-de-en": (attention_translation, _translation_config("de", "en",
                                                                    tr.ATTENTION_FULL_PROFILE)),
-    "char-lm": (char_lm, dict(seed=0, **lm.TRANSFORMER_FULL_PROFILE["arch"],
-                              **lm.TRANSFORMER_FULL_PROFILE["fit"])),
+    "char-lm": (char_lm, dict(seed=0, **shakespeare.TRANSFORMER_FULL_PROFILE["arch"],
+                              **shakespeare.TRANSFORMER_FULL_PROFILE["fit"])),
 }
 
 
@@ -292,7 +296,7 @@ def last_checkpoint(out: Path, identity: dict, rank: int, world: int) -> dict | 
 def main(argv=None) -> dict:
     """The command line: train (or resume) an experiment, evaluate it, write its results.
     Returns the results on rank 0 ({} on the other ranks)."""
-    parser = argparse.ArgumentParser(prog="python -m seqlib.run", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m seqlib.experiments.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("experiment", choices=sorted(EXPERIMENTS))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",

@@ -1,5 +1,5 @@
 """Image captioning (Fig. 7.1 (d), one-to-many; beyond the chapter): a small CNN encoder
-and an LSTM decoder that writes the words of a digit strip (seqlib.digits).
+and an LSTM decoder that writes the words of a digit strip (seqlib.experiments.digits).
 
 The encoder turns a strip (HEIGHT x WIDTH pixels) into a grid of h x w feature vectors,
 each of which sees one region of the image: the annotation vectors v^<tau> of (7.20), one
@@ -21,20 +21,19 @@ search run them. The protocol's source is a padded batch of ids: a strip enters 
 HEIGHT WIDTH pixels, row by row, each an id in 0..255 (`as_source`), every one real.
 """
 
-import hashlib
+from functools import partial
 
 import torch
 from torch import nn
 
-from seqlib import translate as tr
 from seqlib.attention import Attention
 from seqlib.checks import check_ids, positive_int
 from seqlib.decoding import beam_search, greedy
-from seqlib.digits import HEIGHT, MAX_DIGITS, WIDTH, check_strips, compose, vocab
+from seqlib.experiments import runs
+from seqlib.experiments.digits import HEIGHT, MAX_DIGITS, WIDTH, check_strips, compose, vocab
 from seqlib.gated import make_unit
-from seqlib.seq2seq import AttentionSeq2Seq, Decoder, Seq2Seq, reorder_state
+from seqlib.seq2seq import AttentionSeq2Seq, Decoder, Seq2Seq, reorder_state, teacher_forced_loss
 from seqlib.text import pad_batch
-from seqlib.training import cached, train
 from seqlib.utils import seed_everything
 
 BOOK_PROFILE = dict(steps=1200, batch_size=32, lr=3e-3, decay=True)
@@ -173,45 +172,45 @@ class ShowAttendTell(Captioner):
 
 
 def collate(strips) -> dict:
-    """A training batch of seqlib.digits.Strips: src, src_mask (`as_source`), tgt_in =
+    """A training batch of seqlib.experiments.digits.Strips: src, src_mask (`as_source`), tgt_in =
     <start> y and tgt_out = y <stop> (B, T), padded with <empty>."""
     src, src_mask = as_source(strips.images)
     tgt, _ = pad_batch(strips.targets())  # (B, T + 1)
     return {"src": src, "src_mask": src_mask, "tgt_in": tgt[:, :-1], "tgt_out": tgt[:, 1:]}
 
 
-def fit(model, images, labels, pool, *, steps: int, batch_size: int, lr: float,
-        clip: float | None = 1.0, seed: int = 0, warmup: int = 0, decay: bool = False,
-        progress: bool = False) -> dict:
-    """Train with Adam on fresh strips every step, composed from the digit images `pool`
-    by a generator seeded with `seed` (no strip is seen twice); returns seqlib.train's
-    history. The loss is the masked cross-entropy of seqlib.translate."""
-    generator = torch.Generator().manual_seed(seed)
-    device = next(model.parameters()).device
+def run(name: str, build, images: torch.Tensor, labels: torch.Tensor, pool, *, steps: int,
+        batch_size: int, lr: float, clip: float | None = 1.0, seed: int = 0, warmup: int = 0,
+        decay: bool = False) -> runs.Run:
+    """The run of the captioner build(), built after seed_everything(seed): fresh strips
+    every step, composed from the digit images `pool` by the run's generator (no strip is
+    seen twice), the loss of teacher forcing (seq2seq.teacher_forced_loss), runs.adam at
+    rate lr with runs.warmup_linear's `warmup` and `decay`, gradients clipped at `clip`."""
+    runs.warmup_linear(0, steps, warmup, decay)  # checks warmup
     positive_int("batch_size", batch_size)
+    seed_everything(seed)
+    model = build()
+    pool = torch.as_tensor(pool)
+    config = dict(steps=steps, batch_size=batch_size, lr=lr, clip=clip, seed=seed,
+                  warmup=warmup, decay=decay)
+    return runs.Run(name, model, teacher_forced_loss,
+                    partial(_strips, images, labels, pool, batch_size,
+                            next(model.parameters()).device),
+                    partial(runs.adam, lr=lr), steps,
+                    schedule=partial(runs.warmup_linear, steps=steps, warmup=warmup,
+                                     decay=decay),
+                    clip=clip, seed=seed, rng_state=torch.get_rng_state(),
+                    key=(sorted(config.items()), runs.digest(images[pool], labels[pool])),
+                    module=__name__, desc=type(model).__name__)
 
+
+def _strips(images, labels, pool, batch_size: int, device, generator: torch.Generator):
+    """step -> a batch of fresh strips composed by `generator`, on `device`."""
     def batch(step):
         b = collate(compose(images, labels, pool, batch_size, generator))
         return {k: v.to(device) for k, v in b.items()}
 
-    tr.lr_factor(0, steps, warmup, decay)  # checks warmup
-    return train(model, tr.loss_fn, batch, steps=steps, optimizer=tr.adam(model, lr),
-                 clip=clip, schedule=lambda step: tr.lr_factor(step, steps, warmup, decay),
-                 progress=progress, desc=type(model).__name__)
-
-
-def trained(name: str, build, images, labels, pool, *, progress: bool = False,
-            **fit_kwargs):
-    """The model `build()` (after seed_everything(seed)), trained by `fit`, or loaded from
-    seqlib.training.cached when an identical run saved it; returns (model, history)."""
-    seed_everything(fit_kwargs.get("seed", 0))
-    model = build()
-    pool = torch.as_tensor(pool)
-    digest = hashlib.sha256(images[pool].numpy().tobytes() + labels[pool].numpy().tobytes())
-    history = cached(name, model, lambda: fit(model, images, labels, pool, progress=progress,
-                                              **fit_kwargs),
-                     sorted(fit_kwargs.items()), digest.hexdigest())
-    return model, history
+    return batch
 
 
 def describe(model, images: torch.Tensor, *, method: str = "greedy", beam_size: int = 4,
@@ -235,7 +234,7 @@ def describe(model, images: torch.Tensor, *, method: str = "greedy", beam_size: 
 
 
 def scores(hypotheses: list, strips) -> dict:
-    """Exact-caption accuracy and corpus BLEU (seqlib.translate.bleu) of the hypotheses by
+    """Exact-caption accuracy and corpus BLEU (runs.bleu) of the hypotheses by
     number of digits: {n: {"count", "exact", "bleu"}} for each n present, and "all". BLEU
     counts n-grams up to 4 words, so a group whose captions all have fewer than 4 words has
     none (its "bleu" is None)."""
@@ -251,5 +250,5 @@ def scores(hypotheses: list, strips) -> dict:
         hyps, refs = [hypotheses[i] for i in keep], [references[i] for i in keep]
         table[n] = {"count": len(keep),
                     "exact": sum(h == r for h, r in zip(hyps, refs, strict=True)) / len(keep),
-                    "bleu": tr.bleu(hyps, refs) if max(lengths[i] for i in keep) >= 4 else None}
+                    "bleu": runs.bleu(hyps, refs) if max(lengths[i] for i in keep) >= 4 else None}
     return table

@@ -11,41 +11,40 @@ learning such vectors from unlabelled sentences:
       ELMo^<t> = gamma * sum_j s_j h_j^<t>,   s = S_softmax(w),
   with w and gamma learned by the task that uses them;
 - `MaskedLM`, the masked language model of BERT (Devlin et al., 2019): a transformer
-  encoder (seqlib.classify.TransformerEncoder, blocks (7.31)) that sees both sides of
+  encoder (seqlib.experiments.classify.TransformerEncoder, blocks (7.31)) that sees both sides of
   every position and predicts the words hidden by `mask_tokens`; `mlm_loss` counts only
   those positions.
 
-Transfer (seqlib.sentiment's classifiers and training): `transfer_model` puts a pretrained
-model under a classification head, frozen or to be fine-tuned, and `transferred` trains it
-through the model cache; `pretrained` and `transferred_together` train what the cache lacks
-in worker processes (one per CPU core). Tensors are (batch, time, features); padding (id 0)
-comes last and a bool mask is True at real tokens, as seqlib.text.pad_batch makes them.
+Transfer (the classifiers of seqlib.experiments.classify and their training):
+`transfer_model` puts a pretrained model under a classification head, frozen or to be
+fine-tuned, and `transfer_run` is its run; `pretraining_run` pretrains; runs.trained and
+runs.trained_together train them through the model cache (several in worker processes).
+Tensors are (batch, time, features); padding (id 0) comes last and a bool mask is True at
+real tokens, as seqlib.text.pad_batch makes them.
 """
 
 import copy
-import hashlib
-import os
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlib import sentiment
 from seqlib.checks import check_source, positive_int
-from seqlib.classify import Classifier, TransformerEncoder
+from seqlib.experiments import classify, runs
+from seqlib.experiments.classify import Classifier, TransformerEncoder
 from seqlib.gated import LSTM
 from seqlib.seq2seq import freeze
 from seqlib.text import SPECIALS, pad_batch, reverse_padded
-from seqlib.training import cache_path, cached, own_randomness, run_in_processes, train
-from seqlib.translate import batch_indices
+from seqlib.utils import seed_everything
 
 IGNORE = -100  # the target of a position that is not predicted (F.cross_entropy's default)
 REGIMES = ("scratch", "frozen", "fine-tuned")
 INIT_STD = 0.1  # the biLM's word vectors start small, so what pretraining writes stands out
 
 # The book profile (a 2-core CPU, about a minute of pretraining); SEQLIB_FULL=1 pretrains
-# and fine-tunes longer. "bilm"/"mlm": the models and their pretraining; "fit": the budget
-# of seqlib.sentiment.fit for the transfer runs ("steps" with fewer labels than the whole
+# and fine-tunes longer (runs.profile). "bilm"/"mlm": the models and their pretraining;
+# "fit": the budget of the transfer runs (classify.run) ("steps" with fewer labels than the whole
 # training set, "steps_all" with all of them; "lr" for scratch and fine-tuning,
 # "frozen_lr" for the frozen regime, which trains only a head).
 BOOK_PROFILE = {
@@ -59,11 +58,6 @@ FULL_PROFILE = {
     "mlm": {**BOOK_PROFILE["mlm"], "steps": 3000},
     "fit": {**BOOK_PROFILE["fit"], "steps": 300, "steps_all": 1000, "evals": 8},
     "sizes": [100, 300, 1000, 3000]}
-
-
-def profile() -> dict:
-    """FULL_PROFILE when the environment variable SEQLIB_FULL is "1", else BOOK_PROFILE."""
-    return copy.deepcopy(FULL_PROFILE if os.environ.get("SEQLIB_FULL") == "1" else BOOK_PROFILE)
 
 
 class BiLM(nn.Module):
@@ -162,7 +156,7 @@ class ScalarMix(nn.Module):
 
 
 class ELMoEncoder(nn.Module):
-    """A sentence encoder for seqlib.classify.Classifier: the ELMo vectors of a BiLM
+    """A sentence encoder for seqlib.experiments.classify.Classifier: the ELMo vectors of a BiLM
     (`vectors`, (B, T, 2p)), dropout, and their mean over each sentence's real words
     (B, 2p)."""
 
@@ -184,7 +178,7 @@ class ELMoEncoder(nn.Module):
 
 
 class MaskedLM(nn.Module):
-    """BERT's masked language model, small: a seqlib.classify.TransformerEncoder over the
+    """BERT's masked language model, small: a classify.TransformerEncoder over the
     vocabulary plus one id, mask_id = vocab_size (the [MASK] token), whose blocks' outputs
     z^<t> (B, T, p) go through an output layer to the logits of the V words."""
 
@@ -247,65 +241,62 @@ def mlm_loss(model: MaskedLM, inputs: torch.Tensor, targets: torch.Tensor,
 
 def sentence_batches(ids: list, batch_size: int, generator: torch.Generator):
     """Endless padded batches (ids (B, T), mask (B, T)) of unlabelled sentences, drawn as
-    seqlib.translate.batch_indices draws them (shuffled, similar lengths together)."""
-    for index in batch_indices([(s,) for s in ids], batch_size, generator, pool=20):
+    runs.batch_indices draws them (shuffled, similar lengths together)."""
+    for index in runs.batch_indices([(s,) for s in ids], batch_size, generator, pool=20):
         yield pad_batch([ids[i] for i in index])
 
 
-def pretrain(name: str, model: nn.Module, ids: list, config: dict, seed: int = 0) -> dict:
-    """Train a BiLM (loss: the sum of bilm_loss's two) or a MaskedLM (mlm_loss on fresh
-    mask_tokens of every batch) on the unlabelled sentences `ids` (lists of ids) for
-    config["steps"] AdamW steps of config["batch_size"] sentences at rate config["lr"]
-    (gradients clipped at norm 1), through seqlib.training.cached. Returns the history;
-    a BiLM's also holds the two directions' losses ("forward", "backward")."""
+def _with_generator(ids: list, batch_size: int, generator: torch.Generator):
+    """`sentence_batches`, each with the generator, which masks its words too."""
+    for batch in sentence_batches(ids, batch_size, generator):
+        yield (*batch, generator)
+
+
+class PretrainingLoss:
+    """The loss of a pretraining run on batches (x, mask, generator): a BiLM's two
+    directions summed (bilm_loss; `finish` adds each one's history, "forward" and
+    "backward"), or a MaskedLM's mlm_loss on fresh mask_tokens of the batch, drawn from the
+    run's generator."""
+
+    def __init__(self):
+        self.parts = {"forward": [], "backward": []}
+
+    def __call__(self, model: nn.Module, batch: tuple) -> torch.Tensor:
+        x, mask, generator = batch
+        if isinstance(model, BiLM):
+            f, b = bilm_loss(model, x, mask)
+            self.parts["forward"].append(f.item())
+            self.parts["backward"].append(b.item())
+            return f + b
+        return mlm_loss(model, *mask_tokens(x, mask, model.vocab_size, model.mask_id,
+                                            generator=generator), mask)
+
+    def finish(self, history: dict) -> dict:
+        return history | (self.parts if self.parts["forward"] else {})
+
+
+def pretraining_run(name: str, model: nn.Module, ids: list, config: dict,
+                    seed: int = 0) -> runs.Run:
+    """The run that pretrains a BiLM or a MaskedLM (`PretrainingLoss`) on the unlabelled
+    sentences `ids` (lists of ids): config["steps"] AdamW steps of config["batch_size"]
+    sentences at rate config["lr"], gradients clipped at norm 1, dropout on random numbers
+    of its own."""
     if not isinstance(model, (BiLM, MaskedLM)):
         raise TypeError(f"model must be a BiLM or a MaskedLM, got {type(model).__name__}")
-    g = torch.Generator().manual_seed(seed)
-
-    def fit():
-        parts = {"forward": [], "backward": []}
-
-        def loss_fn(m, batch):
-            x, mask = batch
-            if isinstance(m, BiLM):
-                f, b = bilm_loss(m, x, mask)
-                parts["forward"].append(f.item())
-                parts["backward"].append(b.item())
-                return f + b
-            return mlm_loss(m, *mask_tokens(x, mask, m.vocab_size, m.mask_id, generator=g),
-                            mask)
-
-        optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], weight_decay=0.01)
-        with own_randomness(seed, next(model.parameters()).device):
-            history = train(model, loss_fn, sentence_batches(ids, config["batch_size"], g),
-                            steps=config["steps"], optimizer=optimizer, clip=1.0,
-                            progress=False, desc=name)
-        return {**history, **(parts if isinstance(model, BiLM) else {})}
-
-    return cached(name, model, fit, *_pretrain_key(ids, config, seed))
-
-
-def _pretrain_key(ids, config, seed):
-    return sorted(config.items()), seed, sentiment._digest(ids)
-
-
-def pretrained(runs: dict, ids: list, seed: int = 0) -> dict:
-    """`pretrain` for every run of {name: (model, config)}, the missing ones trained at once
-    in worker processes (seqlib.training.run_in_processes); returns {name: history}."""
-    missing = [name for name, (model, config) in runs.items()
-               if not cache_path(name, model, *_pretrain_key(ids, config, seed)).exists()]
-    run_in_processes([(pretrain, (name, runs[name][0], ids, runs[name][1], seed))
-                      for name in missing])
-    return {name: pretrain(name, model, ids, config, seed)
-            for name, (model, config) in runs.items()}
+    loss = PretrainingLoss()
+    return runs.Run(name, model, loss, partial(_with_generator, ids, config["batch_size"]),
+                    partial(runs.adamw, lr=config["lr"]), config["steps"], clip=1.0,
+                    seed=seed, own_randomness=True, finish=loss.finish,
+                    key=(sorted(config.items()), runs.digest(ids)), module=__name__)
 
 
 def transfer_model(base: nn.Module, regime: str, *, dropout: float = 0.5) -> Classifier:
-    """A two-class seqlib.classify.Classifier on a copy of `base`: an ELMoEncoder of a BiLM
-    (mean of its ELMo vectors), or the TransformerEncoder of a MaskedLM (mean of its
-    outputs). regime "frozen" trains only what sits above `base` (for a BiLM the mix w,
-    gamma; the head); "fine-tuned" and "scratch" train everything ("scratch" expects an
-    untrained `base`, so it differs from "fine-tuned" only in where the weights start)."""
+    """A two-class seqlib.experiments.classify.Classifier on a copy of `base`: an
+    ELMoEncoder of a BiLM (mean of its ELMo vectors), or the TransformerEncoder of a
+    MaskedLM (mean of its outputs). regime "frozen" trains only what sits above `base`
+    (for a BiLM the mix w, gamma; the head); "fine-tuned" and "scratch" train everything
+    ("scratch" expects an untrained `base`, so it differs from "fine-tuned" only in where
+    the weights start)."""
     if regime not in REGIMES:
         raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
     base = copy.deepcopy(base)
@@ -320,40 +311,15 @@ def transfer_model(base: nn.Module, regime: str, *, dropout: float = 0.5) -> Cla
     return Classifier(encoder, 2, dropout=dropout)
 
 
-def transferred(name: str, base: nn.Module, regime: str, train_set: tuple, val_set: tuple,
-                budget: dict, seed: int = 0):
-    """`transfer_model(base, regime)` trained by seqlib.sentiment.fit on train_set (ids,
-    labels) with `budget` (steps, batch_size, lr, weight_decay, evals; the validation set
-    picks the checkpoint), through the model cache. Returns (model, history)."""
-    torch.manual_seed(seed)  # the head's start
+def transfer_run(name: str, base: nn.Module, regime: str, train_set: tuple, val_set: tuple,
+                 budget: dict, seed: int = 0) -> runs.Run:
+    """The run that trains `transfer_model(base, regime)` (its head started after
+    seed_everything(seed)) as a classifier (classify.run: AdamW and early stopping on
+    val_set) on train_set (ids, labels) with `budget` (steps, batch_size, lr, weight_decay,
+    evals). The weights it starts from are part of the run's key."""
+    seed_everything(seed)  # the head's start
     model = transfer_model(base, regime)
-    history = cached(name, model, lambda: sentiment.fit(model, train_set, val_set, seed=seed,
-                                                        **budget),
-                     _transfer_key(base, regime, train_set, val_set, budget, seed))
-    return model, history
-
-
-def _transfer_key(base, regime, train_set, val_set, budget, seed=0) -> str:
-    """What a transfer run depends on besides the model's code: data, budget, seed and the
-    weights it starts from."""
-    return sentiment._digest(regime, train_set[0], train_set[1].tolist(), val_set[0],
-                             val_set[1].tolist(), sorted(budget.items()), seed,
-                             _weights_digest(base))
-
-
-def _weights_digest(model: nn.Module) -> str:
-    h = hashlib.sha256()
-    for t in model.state_dict().values():
-        h.update(t.cpu().numpy().tobytes())
-    return h.hexdigest()
-
-
-def transferred_together(runs: dict) -> dict:
-    """`transferred(name, *args)` for every run of {name: args}; the ones the cache lacks
-    train at once in worker processes first. Returns {name: (model, history)}."""
-    def path(name, args):
-        return cache_path(name, transfer_model(*args[:2]), _transfer_key(*args))
-
-    missing = [name for name, args in runs.items() if not path(name, args).exists()]
-    run_in_processes([(transferred, (name, *runs[name])) for name in missing])
-    return {name: transferred(name, *args) for name, args in runs.items()}
+    data = runs.digest(regime, train_set[0], train_set[1], val_set[0], val_set[1],
+                       *base.state_dict().values())
+    return classify.run(name, __name__, model, train_set, val_set, seed=seed, key=(data,),
+                        **budget)

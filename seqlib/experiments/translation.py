@@ -1,61 +1,55 @@
-"""Translation experiments of Section 7.4: data, batches, training, decoding and BLEU.
+"""Translation on Multi30k (pages 07, 08, 11, 16-18): data, batches, runs and decoding.
 
+- `BOOK_PROFILE`, `FULL_PROFILE` (runs.profile chooses), and the full configurations of the
+  transformer and of the encoder-decoder with attention, for a GPU.
 - `prepare` / `multi30k_data`: word tokenisation (seqlib.text.word_tokenize, lower-case),
-  optionally split further into subwords by byte-pair encoding (seqlib.bpe, learned on the
-  training split), vocabularies built on the training split only, ids; targets framed by
-  <start>/<stop>.
+  optionally split further into subwords by byte-pair encoding (seqlib.experiments.bpe,
+  learned on the training split), vocabularies built on the training split only, ids;
+  targets framed by <start>/<stop>.
 - `batches`: shuffled, length-bucketed batches drawn with an explicit torch.Generator
-  (`batch_indices`), padded with <empty> and with masks (True at real tokens).
-- `fit`: seqlib.train with the masked cross-entropy (and, for transformers, an optional
-  learning-rate warm-up and decay, `lr_factor`); `trained` does the same, or loads the
-  weights a previous identical run saved (training is deterministic).
-- `translate`: greedy, beam or sampled translations as lower-case tokenised text.
-- `bleu`, `bleu_by_length`: corpus BLEU with sacrebleu. Both sides are compared as
-  lower-case word_tokenize tokens joined by spaces, with sacrebleu's tokenize="none", so
-  BLEU scores exactly the tokens the model is trained to produce.
+  (runs.batch_indices), padded with <empty> and with masks (True at real tokens).
+- `run`: the training run of a model (seqlib.experiments.runs.Run), the masked
+  cross-entropy with Adam; runs.trained trains it once and caches it.
+- `translate`: greedy, beam or sampled translations as lower-case tokenised text; BLEU is
+  runs.bleu, and `bleu_by_length` by source length.
 """
 
-import os
 from dataclasses import dataclass
+from functools import partial
 from itertools import pairwise
 
-import sacrebleu
 import torch
+from torch import nn
 
-from seqlib.bpe import BPE
-from seqlib.checks import positive_int
 from seqlib.data import multi30k
 from seqlib.decoding import beam_search, greedy, sample
-from seqlib.seq2seq import masked_cross_entropy
+from seqlib.experiments import runs
+from seqlib.experiments.bpe import BPE
+from seqlib.seq2seq import teacher_forced_loss
 from seqlib.text import UNK, Vocab, pad_batch, word_tokenize, word_vocab
-from seqlib.training import cache_path, cached, run_in_processes, train
 from seqlib.utils import seed_everything
 
-# The experiments' configurations, shared by the chapters so that their models (and cache
-# keys) agree: the book profile runs on a laptop CPU, SEQLIB_FULL=1 selects a GPU one.
+# The configurations, shared by the pages so that their models (and cache keys) agree: the
+# book profile runs on a laptop CPU, SEQLIB_FULL=1 selects a GPU one (runs.profile).
 BOOK_PROFILE = dict(min_freq=8, embed=128, hidden=256, batch_size=32, steps=400, lr=3e-3)
 FULL_PROFILE = dict(min_freq=2, embed=256, hidden=512, batch_size=128, steps=20_000, lr=1e-3)
 # The transformer of Fig. 7.16 in its full configuration, for a GPU: "arch" are the arguments
-# of seqlib.transformer.Transformer, "fit" those of `fit`, on the data of
+# of seqlib.transformer.Transformer, "fit" those of `run`, on the data of
 # multi30k_data(min_freq=FULL_PROFILE["min_freq"]). Under 10M parameters for German to
-# English; `python -m seqlib.run translation-de-en` trains it on one or more GPUs.
+# English; `python -m seqlib.experiments.run translation-de-en` trains it on one or more
+# GPUs.
 TRANSFORMER_FULL_PROFILE = {
     "arch": dict(p=256, heads=8, n1=512, num_layers=3, dropout=0.1),
     "fit": dict(steps=8000, batch_size=128, lr=1e-3, clip=1.0, seed=0, warmup=800,
                 decay=True)}
 # The encoder-decoder with attention of chapter 08 in its full configuration, for a GPU:
 # "arch" are the arguments of seqlib.seq2seq.AttentionSeq2Seq after the vocabulary sizes,
-# "fit" those of `fit` (a constant rate: no warm-up, no decay).
+# "fit" those of `run` (a constant rate: no warm-up, no decay).
 ATTENTION_FULL_PROFILE = {
     "arch": dict(embed=256, hidden=512, unit="gru", encoder_size=512, score="additive",
                  attention_size=512),
     "fit": dict(steps=20_000, batch_size=128, lr=1e-3, clip=1.0, seed=0, warmup=0,
                 decay=False)}
-
-
-def profile() -> dict:
-    """FULL_PROFILE when the environment variable SEQLIB_FULL is "1", else BOOK_PROFILE."""
-    return dict(FULL_PROFILE if os.environ.get("SEQLIB_FULL") == "1" else BOOK_PROFILE)
 
 
 @dataclass
@@ -150,120 +144,47 @@ def collate(examples: list) -> dict:
     return {"src": src, "src_mask": src_mask, "tgt_in": tgt[:, :-1], "tgt_out": tgt[:, 1:]}
 
 
-def batch_indices(examples: list, batch_size: int, generator: torch.Generator,
-                  pool: int = 50):
-    """Endless lists of the indices of one batch of examples: each epoch, the examples are
-    shuffled, cut into pools of `pool` batches, sorted by source length inside a pool
-    (little padding), cut into batches, and the batches are shuffled. Every draw comes
-    from `generator`."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    if len(examples) == 0:
-        raise ValueError("examples is empty: there is nothing to batch")
-    while True:
-        order = torch.randperm(len(examples), generator=generator).tolist()
-        chunk, epoch = batch_size * pool, []
-        for i in range(0, len(order), chunk):
-            part = sorted(order[i:i + chunk], key=lambda j: len(examples[j][0]))
-            epoch += [part[k:k + batch_size] for k in range(0, len(part), batch_size)]
-        for b in torch.randperm(len(epoch), generator=generator).tolist():
-            yield epoch[b]
-
-
 def batches(examples: list, batch_size: int, generator: torch.Generator, pool: int = 50):
-    """Endless shuffled batches (`collate`) of the examples `batch_indices` draws."""
-    for index in batch_indices(examples, batch_size, generator, pool):
+    """Endless shuffled batches (`collate`) of the examples runs.batch_indices draws."""
+    for index in runs.batch_indices(examples, batch_size, generator, pool):
         yield collate([examples[j] for j in index])
 
 
-def loss_fn(model, batch: dict, label_smoothing: float = 0.0) -> torch.Tensor:
-    """Masked cross-entropy of the teacher-forced logits (padding left out), with optional
-    label smoothing."""
-    logits = model(batch["src"], batch["src_mask"], batch["tgt_in"])
-    return masked_cross_entropy(logits, batch["tgt_out"], label_smoothing=label_smoothing)
+def draws(examples: list, batch_size: int, device, generator: torch.Generator):
+    """The batches of a run: `batches` of the examples, moved to `device`."""
+    return ({k: v.to(device) for k, v in batch.items()}
+            for batch in batches(examples, batch_size, generator))
 
 
-def adam(model, lr: float) -> torch.optim.Adam:
-    """The optimizer of `fit`: Adam at rate lr on the parameters that train (a frozen
-    part's are left out)."""
-    return torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
-
-
-def lr_factor(step: int, steps: int, warmup: int = 0, decay: bool = False) -> float:
-    """The learning rate of step `step` (0, ..., steps - 1) of `fit`, as a fraction of lr:
-    a linear warm-up from 1 / warmup to 1 over the first `warmup` steps, then 1, or with
-    `decay` a linear fall to 1 / (steps - warmup) at the last step (to 0 just after it)."""
-    positive_int("steps", steps)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < steps:
-        raise ValueError(f"warmup must be an int in [0, steps={steps}), got {warmup!r}")
-    if step < warmup:
-        return (step + 1) / warmup
-    return (steps - step) / (steps - warmup) if decay else 1.0
-
-
-def fit(model, data: TranslationData, *, steps: int, batch_size: int, lr: float,
+def run(name: str, build, data: TranslationData, *, steps: int, batch_size: int, lr: float,
         clip: float | None = 1.0, seed: int = 0, warmup: int = 0, decay: bool = False,
-        label_smoothing: float = 0.0, progress: bool = True) -> dict:
-    """Train `model` with `adam` on data.ids["train"] for `steps` batches drawn from a
-    generator seeded with `seed` (and moved to the model's device); returns seqlib.train's
-    history. The learning rate is lr throughout, or follows `lr_factor` with `warmup` steps
-    and `decay`: transformers train with such a schedule, and learn worse at full rate
-    from their first step. `label_smoothing` is the epsilon of masked_cross_entropy."""
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = adam(model, lr)
+        label_smoothing: float = 0.0, device=None) -> runs.Run:
+    """The run (seqlib.experiments.runs) that trains a model, `build()` built after
+    seed_everything(seed) (or `build` itself, a model already built), moved to `device` if
+    given, on data.ids["train"]: `steps`
+    batches of `batch_size` pairs drawn by `draws` from the run's generator, runs.adam at
+    rate lr, all along or with `warmup` steps and `decay` (runs.warmup_linear: transformers
+    learn worse at full rate from their first step), the loss of teacher forcing (the masked
+    cross-entropy, with `label_smoothing` epsilon), gradients clipped at `clip`."""
+    runs.warmup_linear(0, steps, warmup, decay)  # checks warmup
+    if not isinstance(build, nn.Module):
+        seed_everything(seed)
+    model = build if isinstance(build, nn.Module) else build()
+    model = model if device is None else model.to(device)
     device = next(model.parameters()).device
-    draw = ({k: v.to(device) for k, v in batch.items()}
-            for batch in batches(data.ids["train"], batch_size, generator))
-    lr_factor(0, steps, warmup, decay)  # checks warmup
-    loss = loss_fn if label_smoothing == 0.0 else (
-        lambda m, batch: loss_fn(m, batch, label_smoothing))
-    return train(model, loss, draw, steps=steps, optimizer=optimizer, clip=clip,
-                 schedule=lambda step: lr_factor(step, steps, warmup, decay),
-                 progress=progress, desc=type(model).__name__)
-
-
-def trained(name: str, build, data: TranslationData, *, device=None, **fit_kwargs):
-    """The model `build()` (called after seed_everything(seed)), moved to `device` if given,
-    trained by `fit` on `data`, or loaded from the cache of seqlib.training.cached when an
-    identical run saved it; returns (model, history). `progress` is not part of the cache
-    key; a device other than the CPU is (its sums round differently)."""
-    seed_everything(fit_kwargs.get("seed", 0))
-    model = build() if device is None else build().to(device)
-    return model, _fit_cached(name, model, data, fit_kwargs)
-
-
-def _cache_key(model, data: TranslationData, fit_kwargs: dict) -> tuple:
-    on = next(model.parameters()).device.type
-    return (sorted((k, v) for k, v in fit_kwargs.items() if k != "progress"),
-            data.src_vocab.itos, data.tgt_vocab.itos, data.ids["train"],
-            *([] if on == "cpu" else [on]))
-
-
-def _fit_cached(name: str, model, data: TranslationData, fit_kwargs: dict) -> dict:
-    kwargs = {"progress": False, **fit_kwargs}
-    return cached(name, model, lambda: fit(model, data, **kwargs),
-                  *_cache_key(model, data, fit_kwargs))
-
-
-def _fit_in_worker(name: str, model, data: TranslationData, fit_kwargs: dict, rng_state):
-    torch.set_rng_state(rng_state)  # the global generator as `trained` leaves it after build()
-    _fit_cached(name, model, data, fit_kwargs)
-
-
-def trained_together(runs: list, *, processes: int | None = None) -> list:
-    """`trained` on the CPU for every run (name, build, data, fit_kwargs) of `runs`; returns
-    their (model, history) in order. The runs the cache lacks train at the same time in
-    worker processes (seqlib.training.run_in_processes: at most `processes`, by default one
-    per core), each exactly as `trained` would train it here; then every model is loaded
-    from the cache."""
-    calls = []
-    for name, build, data, fit_kwargs in runs:
-        seed_everything(fit_kwargs.get("seed", 0))
-        model = build()
-        if not cache_path(name, model, *_cache_key(model, data, fit_kwargs)).exists():
-            calls.append((_fit_in_worker, (name, model, data, fit_kwargs, torch.get_rng_state())))
-    run_in_processes(calls, processes)
-    return [trained(name, build, data, **fit_kwargs) for name, build, data, fit_kwargs in runs]
+    loss = teacher_forced_loss if label_smoothing == 0.0 else partial(
+        teacher_forced_loss, label_smoothing=label_smoothing)
+    config = dict(steps=steps, batch_size=batch_size, lr=lr, clip=clip, seed=seed,
+                  warmup=warmup, decay=decay, label_smoothing=label_smoothing)
+    return runs.Run(name, model, loss,
+                    partial(draws, data.ids["train"], batch_size, device),
+                    partial(runs.adam, lr=lr), steps,
+                    schedule=partial(runs.warmup_linear, steps=steps, warmup=warmup,
+                                     decay=decay),
+                    clip=clip, seed=seed, rng_state=torch.get_rng_state(),
+                    key=(sorted(config.items()), data.src_vocab.itos, data.tgt_vocab.itos,
+                         runs.digest(data.ids["train"])), module=__name__,
+                    desc=type(model).__name__)
 
 
 def translate(model, data: TranslationData, sources: list, *, method: str = "greedy",
@@ -301,25 +222,6 @@ def translate(model, data: TranslationData, sources: list, *, method: str = "gre
     return out
 
 
-def _tokens(sentence: str) -> str:
-    """Lower-case word_tokenize tokens joined by spaces; <unk> (and other <...>) kept whole."""
-    return " ".join(w if w.startswith("<") and w.endswith(">") else " ".join(word_tokenize(w))
-                    for w in sentence.split())
-
-
-def bleu(hypotheses: list, references: list) -> float:
-    """Corpus BLEU (0-100) with sacrebleu, one reference per sentence, on lower-case
-    word_tokenize tokens (tokenize="none": the text is already tokenised)."""
-    if isinstance(hypotheses, str) or isinstance(references, str):
-        raise TypeError("hypotheses and references must be lists of sentences, not a str")
-    if len(hypotheses) != len(references) or not hypotheses:
-        raise ValueError(f"need as many hypotheses as references (at least one), got "
-                         f"{len(hypotheses)} and {len(references)}")
-    return sacrebleu.corpus_bleu([_tokens(h) for h in hypotheses],
-                                 [[_tokens(r) for r in references]], tokenize="none",
-                                 force=True).score
-
-
 def bleu_by_length(hypotheses: list, references: list, src_lengths: list, edges) -> list:
     """BLEU of the sentences whose source length n lies in each bucket edges[i] <= n <
     edges[i + 1]; returns one dict (low, high, count, bleu) per non-empty bucket."""
@@ -334,6 +236,6 @@ def bleu_by_length(hypotheses: list, references: list, src_lengths: list, edges)
         keep = [i for i, n in enumerate(src_lengths) if low <= n < high]
         if keep:
             rows.append({"low": low, "high": high, "count": len(keep),
-                         "bleu": bleu([hypotheses[i] for i in keep],
+                         "bleu": runs.bleu([hypotheses[i] for i in keep],
                                       [references[i] for i in keep])})
     return rows

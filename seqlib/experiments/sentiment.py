@@ -1,33 +1,29 @@
 """The sentiment experiment of the book (beyond the chapter): sentence classification on the
 sentence polarity data set of seqlib.data.movie_reviews, with the classifiers of
-seqlib.classify.
+seqlib.experiments.classify.
 
 - splits: seeded stratified folds (`stratified_folds`, 10 of them for cross-validation, the
   data set's usual protocol) and a fixed 80/10/10 train/validation/test split made of them
   (`stratified_split`); the data set has no official split;
 - `prepare`: word tokens and a vocabulary of the training sentences only (words seen fewer
   than min_freq times there become <unk>), ids of every sentence;
-- `fit`: AdamW on batches of sentences of similar lengths, the validation accuracy measured
-  a few times, and the best of those checkpoints kept (early stopping; the test set is
-  never looked at); `trained` runs it through seqlib.training.cached;
+- `run`: a classifier's training run (classify.run: AdamW on batches of sentences of
+  similar lengths, the validation accuracy measured a few times, and the best of those
+  checkpoints kept; the test set is never looked at), trained by runs.trained;
 - `word2vec`: Section 7.1's skip-gram vectors, trained on the training sentences only;
 - `log_odds` of a trained classifier, and `stack`, a logistic regression on the log-odds of
-  several classifiers fitted on the validation split (with NBSVM of seqlib.ngrams);
+  several classifiers fitted on the validation split (with NBSVM of seqlib.experiments.ngrams);
 - `cross_validate`: the whole protocol once per fold.
 """
 
-import copy
-import hashlib
-import math
-import os
 import time
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from seqlib.checks import check_ids, positive_int
-from seqlib.classify import build
 from seqlib.embeddings import (
     SkipGram,
     noise_distribution,
@@ -35,10 +31,10 @@ from seqlib.embeddings import (
     skipgram_pairs,
     subsample,
 )
-from seqlib.ngrams import NBSVM
-from seqlib.text import pad_batch, word_tokenize, word_vocab
-from seqlib.training import cached, train
-from seqlib.translate import batch_indices
+from seqlib.experiments import classify, runs
+from seqlib.experiments.classify import build, predict
+from seqlib.experiments.ngrams import NBSVM
+from seqlib.text import word_tokenize, word_vocab
 from seqlib.utils import seed_everything
 
 # Model sizes (p the embedding size, hidden the m~ of each direction, chosen so that the
@@ -50,15 +46,6 @@ BOOK_PROFILE = dict(min_freq=2, p=128, hidden={"lstm": 64, "bilstm": 38, "bigru"
                     weight_decay=0.01, evals=8, w2v_steps=600)
 FULL_PROFILE = {**BOOK_PROFILE, "steps": 1020, "evals": 12, "w2v_steps": 1200}
 FIT_KEYS = ("steps", "batch_size", "lr", "weight_decay", "evals")
-
-
-def profile() -> dict:
-    """FULL_PROFILE when the environment variable SEQLIB_FULL is "1", else BOOK_PROFILE."""
-    return copy.deepcopy(FULL_PROFILE if os.environ.get("SEQLIB_FULL") == "1" else BOOK_PROFILE)
-
-
-def _digest(*parts) -> str:
-    return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
 def stratified_folds(labels, k: int, seed: int = 0) -> list[torch.Tensor]:
@@ -103,35 +90,9 @@ def subset(ids: list, labels: torch.Tensor, index: torch.Tensor) -> tuple:
     return [ids[i] for i in index.tolist()], labels[index]
 
 
-def batches(ids: list, labels: torch.Tensor, batch_size: int, generator: torch.Generator,
-            pool: int = 20):
-    """Endless training batches (ids (B, T), mask (B, T), labels (B,)), epoch after epoch,
-    drawn as translation draws them (seqlib.translate.batch_indices): each epoch shuffles
-    the examples, sorts each run of `pool` batches' worth by length and cuts it into
-    batches (similar lengths, so little padding), then shuffles the batches."""
-    for chunk in batch_indices([(s,) for s in ids], batch_size, generator, pool):
-        yield (*pad_batch([ids[j] for j in chunk]), labels[chunk])
-
-
-@torch.no_grad()
-def predict(model: nn.Module, ids: list, batch_size: int = 256, *,
-            logits: bool = False) -> torch.Tensor:
-    """y_hat, the class probabilities (N, q) of the id sequences `ids`, in eval mode (with
-    `logits`, the logits z (N, q) instead)."""
-    model.eval()
-    device = next(model.parameters()).device
-    order = torch.tensor([len(s) for s in ids]).argsort(stable=True)  # little padding
-    out = []
-    for chunk in order.split(batch_size):
-        x, mask = pad_batch([ids[i] for i in chunk.tolist()])
-        z = model(x.to(device), mask.to(device))
-        out.append((z if logits else torch.softmax(z, -1)).cpu())
-    return torch.cat(out)[order.argsort()]  # back to the order of ids
-
-
 def log_odds(model: nn.Module, ids: list) -> torch.Tensor:
     """z_1 - z_0 = log(y_hat_1 / y_hat_0) (N,), float64, of a two-class model: > 0 predicts
-    positive, like the scores of seqlib.ngrams."""
+    positive, like the scores of seqlib.experiments.ngrams."""
     z = predict(model, ids, logits=True).double()
     if z.shape[1] != 2:
         raise ValueError(f"log_odds is defined for two classes, got {z.shape[1]}")
@@ -168,103 +129,66 @@ def score_accuracy(scores: torch.Tensor, labels: torch.Tensor) -> float:
     return ((scores > 0).long() == labels).double().mean().item()
 
 
-def accuracy(model: nn.Module, ids: list, labels: torch.Tensor) -> float:
-    """The fraction of sentences whose predicted class Y_hat = argmax y_hat is the label."""
-    return (predict(model, ids).argmax(-1) == labels).double().mean().item()
-
-
-def loss_fn(model: nn.Module, batch) -> torch.Tensor:
-    """Cross-entropy of the softmax of the logits against the labels (the chapter's C)."""
-    ids, mask, y = batch
-    device = next(model.parameters()).device
-    return F.cross_entropy(model(ids.to(device), mask.to(device)), y.to(device))
-
-
-def fit(model: nn.Module, train_set: tuple, val_set: tuple, *, steps: int, batch_size: int,
-        lr: float, weight_decay: float, evals: int, decay: bool = False, seed: int = 0,
-        progress: bool = False) -> dict:
-    """Train with AdamW on train_set = (ids, labels) for `steps` steps (with `decay`, a cosine
-    decay of the rate), measure the validation accuracy `evals` times (evenly spaced, the
-    last after the last step), and end with the weights of the best of them (early
-    stopping on validation). Returns seqlib.train's history plus "val_steps", "val_acc"
-    and "best_step"."""
-    g = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
-    marks = {round(steps * (i + 1) / positive_int("evals", evals)) - 1 for i in range(evals)}
-    record = {"val_steps": [], "val_acc": [], "best": (-1.0, None, 0)}
-
-    def on_step(step, history):
-        if step in marks:
-            acc = accuracy(model, *val_set)
-            model.train()
-            record["val_steps"].append(step + 1)
-            record["val_acc"].append(acc)
-            if acc > record["best"][0]:
-                record["best"] = (acc, copy.deepcopy(model.state_dict()), step + 1)
-
-    cosine = (lambda s: 0.5 * (1 + math.cos(math.pi * s / steps))) if decay else None
-    history = train(model, loss_fn, batches(*train_set, batch_size, g), steps=steps,
-                    optimizer=optimizer, on_step=on_step, progress=progress, schedule=cosine)
-    model.load_state_dict(record["best"][1])
-    model.eval()
-    return {**history, "val_steps": record["val_steps"], "val_acc": record["val_acc"],
-            "best_step": record["best"][2]}
-
-
-def trained(kind: str, vocab, train_set: tuple, val_set: tuple, config: dict, *,
-            vectors: torch.Tensor | None = None, seed: int = 0, progress: bool = False):
-    """The classifier `build(kind, len(vocab), config)` (after seed_everything(seed)), its
-    embedding table started from `vectors` (V, p) if given, trained by `fit` with the
-    budget of `config`, or loaded from seqlib.training.cached when an identical run saved
-    it. Returns (model, history)."""
+def run(kind: str, vocab, train_set: tuple, val_set: tuple, config: dict, *,
+        vectors: torch.Tensor | None = None, seed: int = 0) -> runs.Run:
+    """The run of the classifier `classify.build(kind, len(vocab), config)`, built after
+    seed_everything(seed), its embedding table started from `vectors` (V, p) if given,
+    trained by classify.run with the budget of `config` (early stopping on val_set)."""
     seed_everything(seed)
     model = build(kind, len(vocab), config)
     if vectors is not None:
         with torch.no_grad():
             model.encoder.embedding.weight.copy_(vectors)
-    budget = {k: config[k] for k in FIT_KEYS}
     name = f"sentiment-{kind}" + ("-word2vec" if vectors is not None else "")
-    key = _digest(vocab.itos, train_set[0], train_set[1].tolist(), val_set[0],
-                  val_set[1].tolist(),
-                  None if vectors is None else vectors.numpy().tobytes())
-    history = cached(name, model, lambda: fit(model, train_set, val_set, seed=seed,
-                                              progress=progress, **budget),
-                     sorted(config.items()), seed, key)
-    return model, history
+    data = runs.digest(vocab.itos, train_set[0], train_set[1], val_set[0], val_set[1],
+                       "none" if vectors is None else vectors)
+    return classify.run(name, __name__, model, train_set, val_set, seed=seed,
+                        key=(sorted(config.items()), data),
+                        **{k: config[k] for k in FIT_KEYS})
 
 
 def word2vec(ids: list, vocab_size: int, dim: int, *, window: int = 3, K: int = 5,
              steps: int = 600, batch_size: int = 4096, lr: float = 0.02, threshold: float = 1e-3,
-             seed: int = 0, progress: bool = False) -> torch.Tensor:
+             seed: int = 0) -> torch.Tensor:
     """Skip-gram word vectors (V, dim) of the sentences `ids` (lists of ids), trained as in
     Section 7.1 (seqlib.embeddings: subsampling, pairs within `window`, K noise words from
-    the unigram^(3/4) distribution, Adam), through seqlib.training.cached. Pairs never
-    cross a sentence boundary or involve <empty> (0) or <unk> (1); rows of words never
-    seen keep their small uniform start."""
+    the unigram^(3/4) distribution, Adam) through runs.trained. Pairs never cross a
+    sentence boundary or involve <empty> (0) or <unk> (1); rows of words never seen keep
+    their small uniform start."""
     options = dict(window=window, K=K, steps=steps, batch_size=batch_size, lr=lr,
                    threshold=threshold, seed=seed)
-    g = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)  # the start of the tables
+    seed_everything(seed)  # the start of the tables
     model = SkipGram(vocab_size, dim)
-
-    def fit_word2vec():
-        stream = torch.tensor([i for s in ids for i in [*s, *[0] * window]])  # pads between
-        stream = stream[stream != 1]  # no <unk>
-        counts = torch.bincount(stream[stream > 1], minlength=vocab_size)  # (V,), no pads
-        kept = subsample(stream, counts, threshold, generator=g)  # never drops a pad (count 0)
-        centres, contexts = skipgram_pairs(kept, window)
-        real = (centres > 1) & (contexts > 1)  # no pair with a pad: none crosses a boundary
-        centres, contexts, noise = centres[real], contexts[real], noise_distribution(counts)
-
-        def batch(step):
-            b = torch.randint(0, len(centres), (batch_size,), generator=g)
-            return centres[b], contexts[b], sample_negatives(noise, (batch_size, K), generator=g)
-
-        return train(model, lambda m, b: m(*b), batch, steps=steps, progress=progress,
-                     optimizer=torch.optim.Adam(model.parameters(), lr=lr), desc="skip-gram")
-
-    cached("sentiment-word2vec", model, fit_word2vec, sorted(options.items()), _digest(ids))
+    model, _ = runs.trained(runs.Run(
+        "sentiment-word2vec", model, _skipgram_loss,
+        partial(_skipgram_batches, ids, vocab_size, window, K, batch_size, threshold),
+        partial(runs.adam, lr=lr), steps, seed=seed,
+        key=(sorted(options.items()), runs.digest(ids)), module=__name__, desc="skip-gram"))
     return model.vectors.clone()
+
+
+def _skipgram_loss(model: SkipGram, batch: tuple) -> torch.Tensor:
+    return model(*batch)
+
+
+def _skipgram_batches(ids: list, vocab_size: int, window: int, K: int, batch_size: int,
+                      threshold: float, generator: torch.Generator):
+    """step -> a batch of (centres, contexts, noise words) of word2vec, all drawn from
+    `generator` (after the subsampling, which draws from it first)."""
+    stream = torch.tensor([i for s in ids for i in [*s, *[0] * window]])  # pads between
+    stream = stream[stream != 1]  # no <unk>
+    counts = torch.bincount(stream[stream > 1], minlength=vocab_size)  # (V,), no pads
+    kept = subsample(stream, counts, threshold, generator=generator)  # keeps every pad
+    centres, contexts = skipgram_pairs(kept, window)
+    real = (centres > 1) & (contexts > 1)  # no pair with a pad: none crosses a boundary
+    centres, contexts, noise = centres[real], contexts[real], noise_distribution(counts)
+
+    def batch(step):
+        b = torch.randint(0, len(centres), (batch_size,), generator=generator)
+        return centres[b], contexts[b], sample_negatives(noise, (batch_size, K),
+                                                         generator=generator)
+
+    return batch
 
 
 def both_scores(model: nn.Module, nbsvm: NBSVM, ids: list, sentences: list) -> torch.Tensor:
@@ -274,11 +198,11 @@ def both_scores(model: nn.Module, nbsvm: NBSVM, ids: list, sentences: list) -> t
 
 
 def cross_validate(pairs: list, config: dict, *, kind: str = "lstm", k: int = 10,
-                   seed: int = 0, progress: bool = False) -> list[dict]:
+                   seed: int = 0) -> list[dict]:
     """The protocol of the chapter once per fold of `stratified_folds(labels, k, seed)`: fold
     i is the test set, fold i + 1 (mod k) the validation set, the other k - 2 folds the
     training set (vocabulary, word2vec vectors and the classifier `kind` started from them;
-    NBSVM of seqlib.ngrams on the same sentences; their `stack` fitted on the validation
+    NBSVM of seqlib.experiments.ngrams on the same sentences; their `stack` fitted on the validation
     set). Returns one dict per fold: test accuracy of the classifier ("test"), of NBSVM
     ("nbsvm") and of the stack ("stacked"), the classifier's best validation accuracy
     ("val"), the stack's weights of the two log-odds ("weights") and the seconds taken."""
@@ -293,8 +217,8 @@ def cross_validate(pairs: list, config: dict, *, kind: str = "lstm", k: int = 10
         train_set = subset(ids, labels, train_index)
         vectors = word2vec(train_set[0], len(vocab), config["p"], steps=config["w2v_steps"],
                            seed=seed)
-        model, history = trained(kind, vocab, train_set, subset(ids, labels, val), config,
-                                 vectors=vectors, seed=seed, progress=progress)
+        model, history = runs.trained(run(kind, vocab, train_set, subset(ids, labels, val),
+                                          config, vectors=vectors, seed=seed))
         nbsvm = NBSVM().fit([tokens[j] for j in train_index.tolist()], labels[train_index])
         val_scores, test_scores = (
             both_scores(model, nbsvm, subset(ids, labels, index)[0],

@@ -21,17 +21,23 @@ it):
   blocks (7.31) whose attention ignores padded keys, and the mean of the outputs over the
   real positions.
 
-Tensors are (batch, time, features). The experiment on the sentence polarity data set
-(splits, training, word2vec vectors, cross-validation) is in seqlib.sentiment.
+Tensors are (batch, time, features). A classifier trains through `run` (AdamW, and early
+stopping on a validation set); the experiment on the sentence polarity data set (splits,
+word2vec vectors, cross-validation) is seqlib.experiments.sentiment.
 """
 
+import copy
+from functools import partial
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from seqlib.checks import check_source, positive_int
+from seqlib.experiments import runs
 from seqlib.gated import GRU, LSTM
 from seqlib.positional import PositionalEmbedding
-from seqlib.text import reverse_padded
+from seqlib.text import pad_batch, reverse_padded
 from seqlib.transformer import TransformerBlock
 
 CLASSES = ("negative", "positive")  # label 0 and 1 of seqlib.data.movie_reviews
@@ -169,3 +175,90 @@ def saliency(model: Classifier, ids: torch.Tensor, mask: torch.Tensor) -> torch.
     margin = (logits[:, 0] - logits[:, 1]) * sign  # z_Yhat - z_other, (B,)
     (grad,) = torch.autograd.grad(margin.sum(), x)
     return (grad * x).sum(-1).detach() * mask  # (B, T)
+
+
+# ---- training a classifier: batches, predictions, the loss and the run -------------------
+
+def batches(ids: list, labels: torch.Tensor, batch_size: int, generator: torch.Generator,
+            pool: int = 20):
+    """Endless training batches (ids (B, T), mask (B, T), labels (B,)), epoch after epoch,
+    drawn as translation draws them (runs.batch_indices): each epoch shuffles
+    the examples, sorts each run of `pool` batches' worth by length and cuts it into
+    batches (similar lengths, so little padding), then shuffles the batches."""
+    for chunk in runs.batch_indices([(s,) for s in ids], batch_size, generator, pool):
+        yield (*pad_batch([ids[j] for j in chunk]), labels[chunk])
+
+
+@torch.no_grad()
+def predict(model: nn.Module, ids: list, batch_size: int = 256, *,
+            logits: bool = False) -> torch.Tensor:
+    """y_hat, the class probabilities (N, q) of the id sequences `ids`, in eval mode (with
+    `logits`, the logits z (N, q) instead)."""
+    model.eval()
+    device = next(model.parameters()).device
+    order = torch.tensor([len(s) for s in ids]).argsort(stable=True)  # little padding
+    out = []
+    for chunk in order.split(batch_size):
+        x, mask = pad_batch([ids[i] for i in chunk.tolist()])
+        z = model(x.to(device), mask.to(device))
+        out.append((z if logits else torch.softmax(z, -1)).cpu())
+    return torch.cat(out)[order.argsort()]  # back to the order of ids
+
+
+def accuracy(model: nn.Module, ids: list, labels: torch.Tensor) -> float:
+    """The fraction of sentences whose predicted class Y_hat = argmax y_hat is the label."""
+    return (predict(model, ids).argmax(-1) == labels).double().mean().item()
+
+
+def loss_fn(model: nn.Module, batch) -> torch.Tensor:
+    """Cross-entropy of the softmax of the logits against the labels (the chapter's C)."""
+    ids, mask, y = batch
+    device = next(model.parameters()).device
+    return F.cross_entropy(model(ids.to(device), mask.to(device)), y.to(device))
+
+
+class EarlyStopping:
+    """The `on_step` and `finish` of a classifier's run: the validation accuracy on
+    val_set = (ids, labels), measured `evals` times (evenly spaced, the last after the last
+    step), and at the end the weights of the best of them (the test set is never looked
+    at); the history gains "val_steps", "val_acc" and "best_step"."""
+
+    def __init__(self, model: nn.Module, val_set: tuple, steps: int, evals: int):
+        self.model, self.val_set = model, val_set
+        self.marks = {round(steps * (i + 1) / positive_int("evals", evals)) - 1
+                      for i in range(evals)}
+        self.val_steps, self.val_acc, self.best = [], [], (-1.0, None, 0)
+
+    def __call__(self, step: int, history: dict) -> None:
+        if step in self.marks:
+            acc = accuracy(self.model, *self.val_set)
+            self.model.train()
+            self.val_steps.append(step + 1)
+            self.val_acc.append(acc)
+            if acc > self.best[0]:
+                self.best = (acc, copy.deepcopy(self.model.state_dict()), step + 1)
+
+    def finish(self, history: dict) -> dict:
+        self.model.load_state_dict(self.best[1])
+        self.model.eval()
+        return {**history, "val_steps": self.val_steps, "val_acc": self.val_acc,
+                "best_step": self.best[2]}
+
+
+def run(name: str, module: str, model: nn.Module, train_set: tuple, val_set: tuple, *,
+        steps: int, batch_size: int, lr: float, weight_decay: float, evals: int,
+        seed: int = 0, key: tuple = ()) -> runs.Run:
+    """The run of a classifier on train_set = (ids, labels): `steps` batches (`batches`,
+    from the run's generator) of the cross-entropy `loss_fn`, runs.adamw at rate lr with
+    `weight_decay`, and EarlyStopping on val_set. Dropout draws from torch's generator as
+    it is when the run is made (after the model is built). `key`: what else the weights
+    depend on (the data's digest, say)."""
+    stopping = EarlyStopping(model, val_set, steps, evals)
+    budget = dict(steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
+                  evals=evals, seed=seed)
+    return runs.Run(name, model, loss_fn,
+                    partial(batches, *train_set, batch_size), partial(
+                        runs.adamw, lr=lr, weight_decay=weight_decay),
+                    steps, seed=seed, on_step=stopping, finish=stopping.finish,
+                    rng_state=torch.get_rng_state(), key=(sorted(budget.items()), *key),
+                    module=module)

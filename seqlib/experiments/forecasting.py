@@ -16,17 +16,16 @@ and forecast with the same feedback loop (`ar_forecast`).
 Series are (batch, time) tensors here: one value per step, in the series' own units.
 """
 
-import hashlib
 import math
-import os
+from functools import partial
 
 import torch
 from torch import nn
 
 from seqlib.checks import positive_int
+from seqlib.experiments import runs
 from seqlib.gated import UNITS
-from seqlib.lm import lr_factor
-from seqlib.training import cached, train
+from seqlib.utils import seed_everything
 
 
 def check_series(x, name: str = "history", min_length: int = 1) -> torch.Tensor:
@@ -148,38 +147,26 @@ BOOK_PROFILE = {"hidden_size": 32, "length": 60, "batch_size": 32, "steps": 600,
 FULL_PROFILE = {**BOOK_PROFILE, "seeds": tuple(range(10))}
 
 
-def profile() -> dict:
-    """FULL_PROFILE when the environment variable SEQLIB_FULL is "1", else BOOK_PROFILE."""
-    return dict(FULL_PROFILE if os.environ.get("SEQLIB_FULL") == "1" else BOOK_PROFILE)
-
-
-def fit(model: Forecaster, series: torch.Tensor, config: dict, seed: int) -> dict:
-    """Train `model` by teacher forcing (`one_step_loss`) on config["steps"] batches of
-    random windows of a 1-D training `series`, drawn from a generator seeded with `seed`:
-    AdamW (no weight decay) at peak rate config["lr"], linear warm-up then cosine decay
-    (seqlib.lm.lr_factor), gradients clipped at norm 1. Returns seqlib.train's history."""
-    generator = torch.Generator().manual_seed(seed)
-    batches = random_windows(series.to(model.unit.W_yh.dtype), config["length"],
-                             config["batch_size"], generator)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config["lr"], weight_decay=0.0)
-    steps, warmup = config["steps"], config["warmup_steps"]
-    return train(model, one_step_loss, batches, steps=steps, optimizer=optimizer, clip=1.0,
-                 schedule=lambda step: lr_factor(step, warmup, steps), progress=False)
-
-
-def trained(unit: str, series: torch.Tensor, config: dict, seed: int, *,
-            period: int | None = 365) -> tuple[Forecaster, dict]:
-    """A Forecaster of `unit`, initialised with torch.manual_seed(seed), normalised with the
-    mean and standard deviation of the training `series`, trained by `fit` through
-    seqlib.training.cached (an identical run loads the saved weights). Returns (model,
-    history)."""
-    torch.manual_seed(seed)
+def run(unit: str, series: torch.Tensor, config: dict, seed: int, *,
+        period: int | None = 365) -> runs.Run:
+    """The run of a Forecaster of `unit`, built after seed_everything(seed) and normalised
+    with the mean and standard deviation of the 1-D training `series`: teacher forcing
+    (`one_step_loss`) on config["steps"] batches of random windows of the series, drawn
+    from the run's generator, AdamW (no weight decay) at peak rate config["lr"], a linear
+    warm-up then a cosine decay (runs.warmup_cosine), gradients clipped at norm 1."""
+    seed_everything(seed)
     model = Forecaster(unit, config["hidden_size"], loc=series.mean().item(),
                        scale=series.std().item(), period=period)
-    digest = hashlib.sha256(series.numpy().tobytes()).hexdigest()
-    key = sorted((k, v) for k, v in config.items() if k != "seeds"), seed, digest
-    history = cached(f"forecast-{unit}", model, lambda: fit(model, series, config, seed), *key)
-    return model, history
+    steps = config["steps"]
+    return runs.Run(
+        f"forecast-{unit}", model, one_step_loss,
+        partial(random_windows, series.to(model.unit.W_yh.dtype), config["length"],
+                config["batch_size"]),
+        partial(runs.adamw, lr=config["lr"], weight_decay=0.0), steps,
+        schedule=partial(runs.warmup_cosine, steps=steps, warmup=config["warmup_steps"]),
+        clip=1.0, seed=seed,
+        key=(sorted((k, v) for k, v in config.items() if k != "seeds"), period,
+             runs.digest(series)), module=__name__)
 
 
 def origins(series: torch.Tensor, first: int, last: int, window: int, horizon: int):

@@ -1,0 +1,17 @@
+"""The experiments of the book's pages: training runs on real data, the pages beyond the
+chapter, and the full-profile runs for a GPU. The chapter's own models live in the modules
+of seqlib itself, which never import this package.
+
+- `runs` is what every experiment shares: a training run described by one record, trained
+  once and cached, several at once in worker processes, the book and full profiles, the
+  learning-rate schedules and optimizers.
+- One module per experiment, each importing `runs` and the chapter library, never another
+  experiment: `shakespeare` (character-level language models, pages 06, 12),
+  `translation` (Multi30k, pages 07, 08, 11, 16-18), `forecasting` (page 13), `sentiment`
+  (14), `captioning` (15), `window` (19), `length` (20), `trainability` (21) and
+  `pretraining` (22).
+- The parts they share: `classify` (sequence classifiers, pages 14 and 22), `ngrams`
+  (NBSVM), `bpe` (byte-pair encoding), `digits` (MNIST strips) and `calibration`.
+- `run`: the command line of the full-profile runs, on one GPU or several
+  (`python -m seqlib.experiments.run`).
+"""

@@ -1,0 +1,353 @@
+"""What every experiment shares: one way to describe a training run, train it, keep it and
+train several at once.
+
+- A run is one record, `Run`: its model (built after `seed_everything(seed)`, the one
+  seeding rule of the book, and moved to its device), its data (`batches(generator)`, the
+  batches of a CPU generator seeded with the run's seed), its loss, optimizer (`adam` or
+  `adamw`) and learning-rate schedule (`warmup_linear` or `warmup_cosine`, the one family),
+  its steps and clipping, and whether its dropout draws random numbers of its own.
+- `fit(run)` trains it with seqlib.train. `trained(run)` does so once and keeps the result
+  in the model cache: an identical run, on this page or another, loads it instead. The
+  cache key is derived from the record here and nowhere else: the run's name and key (its
+  data and configuration), the model (class, repr, plain attributes), the device, dtype
+  and CPU threads (sums round differently on each), torch's version, and the source of
+  the chapter library, of this module and of the modules of the model's class and of the
+  experiment, so that editing one page's experiment retrains that page's models only.
+- `trained_together(calls)` trains the runs the cache lacks at the same time, one worker
+  process each.
+- `profile(book, full)` is the one switch between the book profile and the full one
+  (`SEQLIB_FULL=1`, for a GPU).
+"""
+
+import contextlib
+import copy
+import hashlib
+import math
+import multiprocessing
+import os
+import pathlib
+import sys
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+
+import torch
+from filelock import FileLock
+from torch import nn
+
+from seqlib import lm
+from seqlib.checks import positive_int
+from seqlib.text import word_tokenize
+from seqlib.training import train
+
+LIBRARY = pathlib.Path(__file__).resolve().parents[1]  # the chapter library: seqlib/*.py
+
+
+def profile(book: dict, full: dict) -> dict:
+    """A copy of `full` when the environment variable SEQLIB_FULL is "1", else of `book`
+    (nested dicts copied too)."""
+    return copy.deepcopy(full if os.environ.get("SEQLIB_FULL") == "1" else book)
+
+
+# ---- the learning-rate schedules: the rate of step s as a fraction of the peak ----------
+
+def warmup_linear(step: int, steps: int, warmup: int = 0, decay: bool = False) -> float:
+    """A linear warm-up from 1 / warmup to 1 over the first `warmup` steps, then 1, or with
+    `decay` a linear fall to 1 / (steps - warmup) at the last step (to 0 just after it)."""
+    positive_int("steps", steps)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < steps:
+        raise ValueError(f"warmup must be an int in [0, steps={steps}), got {warmup!r}")
+    if step < warmup:
+        return (step + 1) / warmup
+    return (steps - step) / (steps - warmup) if decay else 1.0
+
+
+def warmup_cosine(step: int, steps: int, warmup: int = 0, floor: float = 0.1) -> float:
+    """A linear warm-up over the first `warmup` steps, then a cosine decay from 1 to `floor`
+    at step `steps`."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = (step - warmup) / max(1, steps - warmup)
+    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+# ---- the optimizers ---------------------------------------------------------------------
+
+def adam(model: nn.Module, lr: float) -> torch.optim.Adam:
+    """Adam at rate lr on the parameters that train (a frozen part's are left out)."""
+    return torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+
+
+def adamw(model: nn.Module, lr: float, weight_decay: float = 0.01,
+          beta2: float = 0.999) -> torch.optim.AdamW:
+    """AdamW at rate lr on every parameter; AdamW's own defaults for the rest."""
+    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, beta2),
+                             weight_decay=weight_decay)
+
+
+# ---- a run --------------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    """One training run. `batches` is
+    called with the run's generator, `torch.Generator().manual_seed(seed)`, and returns the
+    batches: an iterable, or a function step -> batch. `loss(model, batch)` is a scalar;
+    `optimizer(model)` and `schedule(step)` (a fraction of the optimizer's rate) are as
+    seqlib.train takes them. Dropout draws from torch's global generator: with
+    `own_randomness` from one seeded with `seed` (and left as it was after the run), else
+    from `rng_state`, the state it had when the model was built, if given (so that a run
+    trains alike here and in a worker process). `on_step(step, history)` runs after every
+    step and may return True to stop; `finish(history)` after the last one returns the
+    history to keep (for example after restoring the best weights). `key` is what else the
+    trained weights depend on (configuration, data: `digest` them); `module`, the
+    experiment's module (its __name__) when its code shapes the run (data, loss)."""
+
+    name: str
+    model: nn.Module
+    loss: Callable
+    batches: Callable[[torch.Generator], Iterable | Callable]
+    optimizer: Callable[[nn.Module], torch.optim.Optimizer]
+    steps: int
+    schedule: Callable[[int], float] | None = None
+    clip: float | None = None
+    seed: int = 0
+    own_randomness: bool = False
+    on_step: Callable | None = None
+    finish: Callable[[dict], dict] | None = None
+    key: tuple = field(default_factory=tuple)
+    rng_state: torch.Tensor | None = None
+    module: str | None = None
+    desc: str | None = None
+
+
+def fit(run: Run, progress: bool = False) -> dict:
+    """Train run.model with seqlib.train as the record says; returns the history."""
+    batches = run.batches(torch.Generator().manual_seed(run.seed))
+    device = next(run.model.parameters()).device
+    if run.rng_state is not None and not run.own_randomness:
+        torch.set_rng_state(run.rng_state)
+    randomness = own_randomness(run.seed, device) if run.own_randomness \
+        else contextlib.nullcontext()
+    with randomness:
+        history = train(run.model, run.loss, batches, steps=run.steps,
+                        optimizer=run.optimizer(run.model), clip=run.clip,
+                        schedule=run.schedule, on_step=run.on_step, progress=progress,
+                        desc=run.desc or run.name)
+    return history if run.finish is None else run.finish(history)
+
+
+def trained(run: Run) -> tuple[nn.Module, dict]:
+    """`fit(run)` once: the first time trains and saves the weights and history; an
+    identical run later loads them into run.model instead. Returns (run.model, history).
+    No progress bar, so a page shows the same output whether its models were trained or
+    loaded. Runs that ask at once (chapters tested in parallel) take turns through a lock
+    file: the first trains and saves, the others load what it saved."""
+    path = cache_path(run)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"):
+        if path.exists():
+            saved = torch.load(path, weights_only=True, map_location="cpu")
+            run.model.load_state_dict(saved["state"])
+            run.model.eval()
+            return run.model, saved["history"]
+        history = fit(run)
+        save_atomic({"state": run.model.state_dict(), "history": history}, path)
+    return run.model, history
+
+
+def trained_together(runs: list, processes: int | None = None) -> list:
+    """`trained(run)` for every run of `runs`: on the CPU, the runs the cache lacks train
+    at the same time in worker processes (`run_in_processes`: at most `processes`, by
+    default one per core), each exactly as it would train here; then every run is loaded
+    from the cache. On a GPU they train here, one after the other. Returns the (model,
+    history) of each run."""
+    if all(next(run.model.parameters()).device.type == "cpu" for run in runs):
+        run_in_processes([(trained, (run,)) for run in runs if not cache_path(run).exists()],
+                         processes)
+    return [trained(run) for run in runs]
+
+
+# ---- the run of a language model ------------------------------------------------------------
+
+LANGUAGE_MODEL_KEYS = ("batch_size", "context", "steps", "lr", "warmup")  # what it reads
+
+
+def language_model(name: str, model: nn.Module, train_ids: torch.Tensor, config: dict, *,
+                   module: str | None = None, on_step: Callable | None = None,
+                   finish: Callable | None = None) -> Run:
+    """The run of a language model (seqlib.lm.RecurrentLM, TransformerLM, ...) on a 1-D id
+    stream: config["steps"] chunks of config["batch_size"] x config["context"] read on
+    contiguously (lm.contiguous_batches) with the state carried (lm.CarriedStateLoss),
+    `adamw` at peak rate config["lr"] (with config's "beta2" and "weight_decay" if given),
+    a warm-up of config["warmup"] steps then a cosine decay to a tenth (`warmup_cosine`),
+    gradients clipped at norm 1, and dropout on random numbers of its own, seeded with
+    config.get("seed", 0). Pages that train the same model alike share the run."""
+    if not isinstance(config, dict) or any(k not in config for k in LANGUAGE_MODEL_KEYS):
+        raise ValueError(f"config must be a dict with the keys {LANGUAGE_MODEL_KEYS}, "
+                         f"got {config!r}")
+    lm.check_stream(train_ids, config["batch_size"], config["context"], name="train_ids")
+    ids = train_ids.to(next(model.parameters()).device)
+    steps = config["steps"]
+    return Run(name, model, lm.CarriedStateLoss(),
+               partial(_stream, ids, config["batch_size"], config["context"]),
+               partial(adamw, lr=config["lr"], weight_decay=config.get("weight_decay", 0.01),
+                       beta2=config.get("beta2", 0.999)),
+               steps, schedule=partial(warmup_cosine, steps=steps, warmup=config["warmup"]),
+               clip=1.0, seed=config.get("seed", 0), own_randomness=True, on_step=on_step,
+               finish=finish, key=(sorted(config.items()), digest(train_ids)), module=module)
+
+
+def _stream(ids: torch.Tensor, batch_size: int, context: int, generator) -> Iterable:
+    return lm.contiguous_batches(ids, batch_size, context)  # no random draws
+
+
+# ---- the cache ------------------------------------------------------------------------------
+
+def cache_dir() -> pathlib.Path:
+    """Where `trained` keeps runs: $SEQLIB_MODEL_CACHE, else ~/.cache/seqlib/models."""
+    default = pathlib.Path.home() / ".cache" / "seqlib" / "models"
+    return pathlib.Path(os.environ.get("SEQLIB_MODEL_CACHE") or default)
+
+
+def _sources(run: Run) -> list[bytes]:
+    """The source the run depends on: the chapter library, this module, the module of the
+    model's class and the run's own module."""
+    names = {type(run.model).__module__, __name__, run.module} - {None}
+    for name in names:
+        if name not in sys.modules or not getattr(sys.modules[name], "__file__", None):
+            raise ValueError(f"a run's module must be an imported module, got {name!r}")
+    files = {pathlib.Path(sys.modules[name].__file__).resolve() for name in names}
+    files |= set(LIBRARY.glob("*.py"))
+    return [path.read_bytes() for path in sorted(files)]
+
+
+def cache_path(run: Run) -> pathlib.Path:
+    """The file in which `trained` keeps the run, trained or not yet: named after the run
+    and the hash of everything its weights depend on."""
+    if not isinstance(run.model, nn.Module):
+        raise TypeError(f"run.model must be a torch.nn.Module, got {type(run.model).__name__}")
+    model = run.model
+    parameter = next(model.parameters())
+    attributes = {k: v for k, v in sorted(vars(model).items())  # e.g. reverse_source
+                  if isinstance(v, (bool, int, float, str)) and k != "training"}
+    settings = [run.steps, run.clip, run.seed, run.own_randomness, parameter.device.type,
+                parameter.dtype, torch.get_num_threads(), torch.__version__]
+    h = hashlib.sha256()
+    for part in [run.name, type(model).__qualname__, repr(model), attributes, *settings,
+                 *run.key, *_sources(run)]:
+        h.update((part if isinstance(part, bytes) else repr(part).encode()) + b"\0")
+    return cache_dir() / f"{run.name}-{h.hexdigest()[:20]}.pt"
+
+
+def digest(*parts) -> str:
+    """A short hash of data (tensors, lists, strings) for a run's key."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.cpu().numpy().tobytes() if isinstance(part, torch.Tensor)
+                 else repr(part).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def save_atomic(obj, path) -> None:
+    """torch.save(obj, path) through a temporary file of the same folder, flushed to the disk
+    and then renamed over `path` (atomic): whoever reads `path`, a chapter or a run resumed
+    after a crash, finds the previous file or the new one, never half of one."""
+    path = pathlib.Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        torch.save(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+# ---- processes and randomness ------------------------------------------------------------
+
+def _call_in_worker(function: Callable, args: tuple, threads: int, deterministic: bool):
+    torch.set_num_threads(threads)  # as in the parent process: the same sums, the same key
+    torch.use_deterministic_algorithms(deterministic)
+    function(*args)
+
+
+def run_in_processes(calls: list, processes: int | None = None) -> None:
+    """Run each call (function, args) at once in its own worker process, at most `processes`
+    at a time (by default one per CPU core this process may use). Each worker is a fresh
+    interpreter ("spawn": no threads inherited from this one) with this process's number
+    of threads and determinism, so a training run there is the run it would be here.
+    Returns when all have finished, raising what a worker raised. Fewer than two calls or
+    one process: nothing runs, and the caller runs the calls itself (as `trained_together`
+    does: it trains what is still missing, then loads everything from the cache). The
+    functions must be importable module-level ones, and the arguments picklable."""
+    if processes is None:
+        processes = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+    if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
+        raise ValueError(f"processes must be a positive int, got {processes!r}")
+    workers = min(len(calls), processes)
+    if workers < 2:
+        return
+    spawn = multiprocessing.get_context("spawn")
+    settings = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    with ProcessPoolExecutor(workers, mp_context=spawn) as pool:
+        jobs = [pool.submit(_call_in_worker, function, args, *settings)
+                for function, args in calls]
+        for job in jobs:
+            job.result()  # raises what a worker raised
+
+
+@contextlib.contextmanager
+def own_randomness(seed: int, device: torch.device):
+    """Run a training run on random numbers of its own: inside, torch's generators (the
+    CPU's, and `device`'s if it is a GPU) start from `seed`; after, they are as before. So
+    dropout draws the same masks wherever the run trains (here, or in a worker process that
+    trained another run first), and what the caller draws next does not depend on whether
+    the run trained or came from the cache."""
+    device = torch.device(device)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(seed)
+        yield
+
+
+# ---- what several experiments use ---------------------------------------------------------
+
+def batch_indices(examples: list, batch_size: int, generator: torch.Generator,
+                  pool: int = 50):
+    """Endless lists of the indices of one batch of examples: each epoch, the examples are
+    shuffled, cut into pools of `pool` batches, sorted by length (of their first part, a
+    source sentence) inside a pool (little padding), cut into batches, and the batches are
+    shuffled. Every draw comes from `generator`."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if len(examples) == 0:
+        raise ValueError("examples is empty: there is nothing to batch")
+    while True:
+        order = torch.randperm(len(examples), generator=generator).tolist()
+        chunk, epoch = batch_size * pool, []
+        for i in range(0, len(order), chunk):
+            part = sorted(order[i:i + chunk], key=lambda j: len(examples[j][0]))
+            epoch += [part[k:k + batch_size] for k in range(0, len(part), batch_size)]
+        for b in torch.randperm(len(epoch), generator=generator).tolist():
+            yield epoch[b]
+
+
+def _tokens(sentence: str) -> str:
+    """Lower-case word_tokenize tokens joined by spaces; <unk> (and other <...>) kept whole."""
+    return " ".join(w if w.startswith("<") and w.endswith(">") else " ".join(word_tokenize(w))
+                    for w in sentence.split())
+
+
+def bleu(hypotheses: list, references: list) -> float:
+    """Corpus BLEU (0-100) with sacrebleu, one reference per sentence, on lower-case
+    word_tokenize tokens (tokenize="none": the text is already tokenised)."""
+    import sacrebleu  # loaded only where BLEU is asked for
+
+    if isinstance(hypotheses, str) or isinstance(references, str):
+        raise TypeError("hypotheses and references must be lists of sentences, not a str")
+    if len(hypotheses) != len(references) or not hypotheses:
+        raise ValueError(f"need as many hypotheses as references (at least one), got "
+                         f"{len(hypotheses)} and {len(references)}")
+    return sacrebleu.corpus_bleu([_tokens(h) for h in hypotheses],
+                                 [[_tokens(r) for r in references]], tokenize="none",
+                                 force=True).score

@@ -1,0 +1,74 @@
+"""What makes a deep transformer trainable (beyond Section 7.5): the gradient norm of each
+block, and the run of a language model (runs.language_model) that also records them and
+the validation loss as it goes (`recorded_run`; runs.trained_together trains several).
+
+A block's gradient norm is the 2-norm of the gradients of all its parameters together,
+||dL/dtheta_l||, for the blocks l = 1, ..., L of a seqlib.transformer.TransformerLM, first
+(next to the embeddings) to last (next to the output layer).
+"""
+
+import torch
+from torch import nn
+
+from seqlib import lm
+from seqlib.experiments import runs
+
+
+def block_grad_norms(model: nn.Module) -> list[float]:
+    """||dL/dtheta_l|| for each block l of `model.blocks`, from the gradients that the last
+    backward pass left in .grad (a block without gradients counts 0)."""
+    if not hasattr(model, "blocks"):
+        raise TypeError(f"model must have `blocks` (a TransformerLM), got "
+                        f"{type(model).__name__}")
+    return [sum(float(p.grad.pow(2).sum()) for p in block.parameters() if p.grad is not None)
+            ** 0.5 for block in model.blocks]
+
+
+def init_grad_norms(model: nn.Module, ids: torch.Tensor) -> list[float]:
+    """block_grad_norms after one backward pass of the mean cross-entropy of the next
+    token on a batch of ids (B, T + 1), the model as it is (at initialisation, say); the
+    gradients are cleared again."""
+    x, y = ids[:, :-1], ids[:, 1:]  # (B, T) inputs and their next tokens
+    model.zero_grad(set_to_none=True)
+    logits, _ = model(x)  # (B, T, V)
+    nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten()).backward()
+    norms = block_grad_norms(model)
+    model.zero_grad(set_to_none=True)
+    return norms
+
+
+class Recorder:
+    """The `on_step` and `finish` of a recorded run: after every step, each block's gradient
+    norm before clipping ("block_grad_norm"); every `every` steps and after the last, the
+    validation loss on val_ids with no state carried, the transformer's view ("val_step",
+    "val_loss")."""
+
+    def __init__(self, model: nn.Module, val_ids: torch.Tensor, config: dict):
+        lm.check_stream(val_ids, config["batch_size"], config["context"], name="val_ids")
+        self.model, self.val_ids, self.config = model, val_ids, config
+        self.recorded = {"val_step": [], "val_loss": [], "block_grad_norm": []}
+
+    def __call__(self, step: int, history: dict) -> None:
+        config, recorded = self.config, self.recorded
+        clipped = min(1.0, 1.0 / (history["grad_norm"][-1] + 1e-6))  # clip_grad_norm_'s factor
+        recorded["block_grad_norm"].append([n / clipped for n in block_grad_norms(self.model)])
+        if (step + 1) % config["record_every"] == 0 or step + 1 == config["steps"]:
+            recorded["val_step"].append(step + 1)
+            recorded["val_loss"].append(lm.evaluate(self.model, self.val_ids,
+                                                    config["batch_size"], config["context"],
+                                                    carry_state=False))
+
+    def finish(self, history: dict) -> dict:
+        return history | self.recorded
+
+
+def recorded_run(name: str, model: nn.Module, train_ids: torch.Tensor,
+                 val_ids: torch.Tensor, config: dict) -> runs.Run:
+    """runs.language_model (AdamW, warm-up and cosine decay, clipping at norm 1, its own
+    random numbers) that also records what `Recorder` says, config["record_every"] setting
+    how often the validation loss is measured."""
+    recorder = Recorder(model, val_ids, config)
+    run = runs.language_model(name, model, train_ids, config, module=__name__,
+                              on_step=recorder, finish=recorder.finish)
+    run.key = (*run.key, runs.digest(val_ids))
+    return run

@@ -1,0 +1,236 @@
+"""seqlib.experiments.runs, what every experiment shares: the profile switch, the
+learning-rate schedules, a run trained deterministically with its own randomness, the model
+cache (its key and what it depends on) and runs trained together in worker processes."""
+
+import itertools
+
+import pytest
+import torch
+
+from seqlib import lm
+from seqlib.experiments import runs, shakespeare
+from seqlib.text import char_vocab
+
+TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n"
+UNITS = ["rnn", "lstm", "gru"]
+CONFIG = dict(batch_size=3, context=8, steps=40, lr=1e-2, warmup=5)
+
+
+def tiny_model(unit, vocab_size, seed=0):
+    torch.manual_seed(seed)
+    return lm.RecurrentLM(unit, vocab_size, 5, 7)
+
+
+def corpus():
+    vocab = char_vocab(TEXT)
+    return vocab, torch.tensor(vocab.encode(TEXT * 4))
+
+
+def test_profile_reads_seqlib_full(monkeypatch):
+    book, full = shakespeare.BOOK_PROFILE, shakespeare.FULL_PROFILE
+    monkeypatch.delenv("SEQLIB_FULL", raising=False)
+    assert runs.profile(book, full) == book
+    monkeypatch.setenv("SEQLIB_FULL", "1")
+    assert runs.profile(book, full) == full
+    monkeypatch.setenv("SEQLIB_FULL", "0")
+    config = runs.profile({"nested": {"steps": 2000}}, full)
+    config["nested"]["steps"] = 1  # a deep copy: the profile itself is unchanged
+    assert runs.profile({"nested": {"steps": 2000}}, full)["nested"]["steps"] == 2000
+    assert shakespeare.BOOK_PROFILE["steps"] == 2000
+
+
+def test_warmup_cosine_warms_up_then_decays_to_the_floor():
+    factors = [runs.warmup_cosine(step, 110, warmup=10) for step in range(111)]
+    assert factors[:10] == pytest.approx([(s + 1) / 10 for s in range(10)])
+    assert factors[10] == pytest.approx(1.0)  # the peak, right after the warm-up
+    assert factors[60] == pytest.approx(0.55)  # halfway down: (1 + 0.1) / 2
+    assert factors[110] == pytest.approx(0.1)  # a tenth of the peak at the end
+    assert all(a > b for a, b in itertools.pairwise(factors[10:]))
+    assert runs.warmup_cosine(0, 5) == pytest.approx(1.0)  # no warm-up
+    assert runs.warmup_cosine(5, 5, floor=0.0) == pytest.approx(0.0)
+
+
+def test_warmup_linear_warms_up_then_holds_or_decays():
+    held = [runs.warmup_linear(step, 10, warmup=4) for step in range(10)]
+    assert held == pytest.approx([0.25, 0.5, 0.75, 1, 1, 1, 1, 1, 1, 1])
+    fall = [runs.warmup_linear(step, 10, warmup=4, decay=True) for step in range(10)]
+    assert fall[4:] == pytest.approx([6 / 6, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6])
+    with pytest.raises(ValueError, match=r"warmup must be an int in \[0, steps=10\)"):
+        runs.warmup_linear(0, 10, warmup=10)
+    with pytest.raises(ValueError, match="steps"):
+        runs.warmup_linear(0, 0)
+
+
+def rates_of(run):
+    """The learning rate of each step of runs.fit(run), read as the optimizer steps."""
+    rates, train = [], runs.train
+
+    def spy(*args, optimizer, **kwargs):
+        optimizer.register_step_pre_hook(lambda opt, *_: rates.append(opt.param_groups[0]["lr"]))
+        return train(*args, optimizer=optimizer, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runs, "train", spy)
+        runs.fit(run)
+    return rates
+
+
+def test_a_language_model_run_is_deterministic_and_follows_the_schedule():
+    vocab, ids = corpus()
+    histories = [runs.fit(runs.language_model("tiny", tiny_model("lstm", len(vocab)), ids,
+                                              CONFIG)) for _ in range(2)]
+    assert histories[0]["loss"] == histories[1]["loss"] and len(histories[0]["loss"]) == 40
+    assert sum(histories[0]["loss"][-5:]) < sum(histories[0]["loss"][:5]) - 0.5  # it learns
+    # The rate of every step is exactly what torch's LambdaLR, stepped after each optimizer
+    # step, gives with the same schedule.
+    rates = rates_of(runs.language_model("tiny", tiny_model("rnn", len(vocab)), ids,
+                                         dict(CONFIG, steps=120, warmup=10)))
+    optimizer = torch.optim.AdamW([torch.zeros(1, requires_grad=True)], lr=CONFIG["lr"])
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: runs.warmup_cosine(s, 120, warmup=10))
+    before = []
+    for _ in range(120):
+        before.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        schedule.step()
+    assert rates == before
+
+
+def test_a_language_model_run_refuses_a_bad_config():
+    vocab, ids = corpus()
+    model = tiny_model("rnn", len(vocab))
+    with pytest.raises(ValueError, match="config must be a dict with the keys"):
+        runs.language_model("tiny", model, ids, {k: v for k, v in CONFIG.items()
+                                                 if k != "warmup"})
+    with pytest.raises(ValueError, match="config must be a dict"):
+        runs.language_model("tiny", model, ids, list(CONFIG.items()))
+    with pytest.raises(ValueError, match="train_ids"):
+        runs.language_model("tiny", model, ids[:3], CONFIG)  # 2 pairs, 3 streams
+
+
+def test_a_transformer_language_model_learns():
+    from seqlib.transformer import TransformerLM
+
+    vocab, ids = corpus()
+    torch.manual_seed(0)
+    model = TransformerLM(len(vocab), 16, 2, 32, 1, max_len=CONFIG["context"])
+    before = lm.evaluate(model, ids, 3, 8)
+    history = runs.fit(runs.language_model("tiny", model, ids, CONFIG))
+    assert len(history["loss"]) == 40
+    assert lm.evaluate(model, ids, 3, 8) < before - 0.5
+
+
+def test_a_run_draws_its_dropout_from_its_own_seed_and_leaves_the_callers_generator():
+    """A run with dropout trains the same whatever generator state it finds (as in a worker
+    process that trained another run first), and the caller's state is as before."""
+    from seqlib.transformer import TransformerLM
+    ids = torch.randint(0, 12, (400,), generator=torch.Generator().manual_seed(0))
+    config = dict(steps=3, batch_size=2, context=8, lr=1e-2, warmup=0)
+
+    def losses(config, found_seed):
+        torch.manual_seed(0)
+        model = TransformerLM(12, p=16, heads=2, n1=32, num_layers=1, max_len=8, dropout=0.3)
+        torch.manual_seed(found_seed)
+        before = torch.get_rng_state()
+        loss = runs.fit(runs.language_model("tiny", model, ids, config))["loss"]
+        assert torch.equal(torch.get_rng_state(), before)
+        return loss
+
+    assert losses(config, 1) == losses(config, 2)
+    assert losses(config | dict(seed=5), 1) != losses(config, 1)
+
+
+class Retrained(Exception):
+    pass
+
+
+def test_trained_saves_then_loads(monkeypatch, tmp_path):
+    monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
+    vocab, ids = corpus()
+    first, history = runs.trained(runs.language_model("tiny", tiny_model("gru", len(vocab)),
+                                                      ids, CONFIG))
+    assert len(history["loss"]) == 40 and len(list(tmp_path.glob("tiny-*.pt"))) == 1
+
+    def no_training(*args, **kwargs):
+        raise Retrained
+
+    monkeypatch.setattr(runs, "fit", no_training)
+    second = tiny_model("gru", len(vocab))  # the same initial weights
+    loaded, again = runs.trained(runs.language_model("tiny", second, ids, CONFIG))
+    assert loaded is second and again == history  # loaded, not trained
+    for p, q in zip(first.parameters(), second.parameters(), strict=True):
+        assert torch.equal(p, q)
+    # Another configuration, other data or another name is another run: it trains.
+    for name, data, config in [("tiny", ids, dict(CONFIG, lr=2e-2)),
+                               ("tiny", ids.flip(0), CONFIG), ("other", ids, CONFIG)]:
+        with pytest.raises(Retrained):
+            runs.trained(runs.language_model(name, tiny_model("gru", len(vocab)), data, config))
+
+
+def test_the_cache_key_covers_the_device_dtype_threads_and_the_code_the_run_uses(
+        monkeypatch):
+    vocab, ids = corpus()
+
+    def key(**changes):
+        model = tiny_model("gru", len(vocab))
+        if "dtype" in changes:
+            model = model.to(changes["dtype"])
+        return runs.cache_path(runs.language_model("tiny", model, ids, CONFIG,
+                                                   module=changes.get("module"))).name
+
+    base = key()
+    assert key(dtype=torch.float64) != base
+    assert key(module="seqlib.experiments.shakespeare") != base  # its source is hashed too
+    threads = torch.get_num_threads()
+    torch.set_num_threads(threads + 1)
+    try:
+        assert key() != base
+    finally:
+        torch.set_num_threads(threads)
+    assert key() == base
+    # The chapter library and the run's modules are hashed; another experiment is not.
+    sources = runs._sources(runs.language_model("tiny", tiny_model("gru", len(vocab)), ids,
+                                                CONFIG))
+    assert (runs.LIBRARY / "rnn.py").read_bytes() in sources
+    assert (runs.LIBRARY / "experiments" / "runs.py").read_bytes() in sources
+    assert (runs.LIBRARY / "experiments" / "translation.py").read_bytes() not in sources
+    with pytest.raises(ValueError, match="an imported module"):
+        key(module="seqlib.experiments.no_such_module")
+
+
+def test_trained_together_trains_in_processes_exactly_as_here(monkeypatch, tmp_path):
+    vocab, ids = corpus()
+    config = dict(CONFIG, steps=20)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the workers take this process's number of threads
+    try:
+        monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "here"))
+        here = [runs.trained(runs.language_model(unit, tiny_model(unit, len(vocab)), ids,
+                                                 config)) for unit in UNITS]
+        monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "workers"))
+        together = [runs.language_model(unit, tiny_model(unit, len(vocab)), ids, config)
+                    for unit in UNITS]
+        there = runs.trained_together(together, processes=2)
+        assert len(list((tmp_path / "workers").glob("*.pt"))) == 3
+        monkeypatch.setattr(runs, "ProcessPoolExecutor", None)  # all cached: no workers
+        assert [h for _, h in runs.trained_together(together)] == [h for _, h in there]
+    finally:
+        torch.set_num_threads(threads)
+    for (model, history), (expected, expected_history) in zip(there, here, strict=True):
+        assert history["loss"] == expected_history["loss"]
+        for p, q in zip(model.parameters(), expected.parameters(), strict=True):
+            assert torch.equal(p, q)
+    with pytest.raises(ValueError, match="processes"):
+        runs.trained_together([runs.language_model("new", tiny_model("rnn", len(vocab)), ids,
+                                                   config)] * 2, processes=0)
+
+
+def test_batch_indices_cover_each_example_once_per_epoch():
+    examples = [("a" * (i % 7 + 1), "x") for i in range(23)]
+    stream = runs.batch_indices(examples, 4, torch.Generator().manual_seed(0), pool=2)
+    epoch = list(itertools.islice(stream, 6))  # 23 examples: 6 batches, the last of 3
+    assert sorted(i for batch in epoch for i in batch) == list(range(23))
+    with pytest.raises(ValueError, match="batch_size"):
+        next(runs.batch_indices(examples, 0, torch.Generator()))
+    with pytest.raises(ValueError, match="empty"):
+        next(runs.batch_indices([], 2, torch.Generator()))
