@@ -18,7 +18,8 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 JOBS ?= 2
 PARALLEL := -n $(JOBS) --dist loadfile
 
-.PHONY: setup book pdf test test-colab test-gpu gpu-check execute lab bench clean
+.PHONY: setup book pdf test test-colab test-oldest test-newest test-gpu gpu-check execute lab \
+	bench clean
 
 setup: $(STAMP)
 
@@ -45,7 +46,7 @@ pdf: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check seqlib tests benchmarks
 	$(BIN)/pytest -p no:cacheprovider -n $(JOBS) tests --ignore=tests/test_html.py \
-		--ignore=tests/test_pdf.py --ignore=tests/test_colab.py
+		--ignore=tests/test_pdf.py --ignore=tests/test_colab.py --ignore=tests/test_ends.py
 	SEQLIB_MODEL_CACHE=$$(mktemp -d) $(BIN)/pytest -p no:cacheprovider $(PARALLEL) $(NBVAL) \
 		$(NOTEBOOKS)
 	$(MAKE) book
@@ -60,6 +61,13 @@ test: $(STAMP)
 # where the widget tests and chapter 03 run (tests/test_colab.py; minutes, so not in `test`).
 test-colab: $(STAMP)
 	$(BIN)/pytest -p no:cacheprovider tests/test_colab.py
+
+# Both ends of pyproject.toml's ranges, each in a fresh virtual environment from the package
+# index, where the unit tests and three chapters (nbval) run (tests/test_ends.py): the oldest
+# Python it claims with the lower bound of every runtime dependency, and the newest Python it
+# claims with the newest release of each. Each downloads a few GB and takes many minutes.
+test-oldest test-newest: test-%: $(STAMP)
+	$(BIN)/pytest -p no:cacheprovider -s tests/test_ends.py::test_$*
 
 # On a GPU: the same notebooks, checking only the device-independent cells.
 test-gpu: $(STAMP)

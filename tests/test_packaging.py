@@ -5,6 +5,7 @@ from pathlib import Path
 
 import tomllib
 import yaml
+from fresh_env import claimed_pythons
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,3 +56,13 @@ def test_torch_is_a_range_in_pyproject_so_colab_keeps_its_build():
     torch_req = next(Requirement(r) for r in pyproject()["project"]["dependencies"]
                      if r.startswith("torch"))
     assert not any(spec.operator == "==" for spec in torch_req.specifier)
+
+
+def test_requires_python_claims_no_more_than_the_tested_versions():
+    """The classifiers name the Python versions that the tests run on (make test-oldest the
+    oldest, make test-newest the newest, make test that of constraints.txt), and
+    requires-python spans those and no more."""
+    tested = claimed_pythons()
+    assert "3.11" in tested, "constraints.txt's Python"
+    minors = [int(version.split(".")[1]) for version in tested]
+    assert pyproject()["project"]["requires-python"] == f">=3.{minors[0]},<3.{minors[-1] + 1}"
