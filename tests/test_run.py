@@ -45,10 +45,22 @@ def arguments(experiment, out, *more, dtype="float64", evaluate=False):
             *([] if evaluate else ["--no-evaluate"]), *more]
 
 
+# The wall-clock cap of one torchrun command. A tiny run takes seconds on an idle machine and
+# took up to 211 s with both cores loaded (load about 20): the cap leaves room for that, so a
+# busy machine slows the test down without failing it.
+TORCHRUN_SECONDS = 1200
+
+
 def torchrun(*args, check=True):
-    """torchrun on the CPU: two processes (of one thread each), gloo."""
+    """torchrun on the CPU: two processes (of one thread each), gloo. A run that outlasts
+    TORCHRUN_SECONDS fails with what it had printed."""
     command = [str(BIN / "torchrun"), "--standalone", "--nproc_per_node=2", *args]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True,
+                              timeout=TORCHRUN_SECONDS)
+    except subprocess.TimeoutExpired as late:
+        raise AssertionError(f"{command} ran past {TORCHRUN_SECONDS} s:\n{late.stdout}\n"
+                             f"{late.stderr}") from late
     if check and done.returncode != 0:
         raise AssertionError(f"{command} failed:\n{done.stdout}\n{done.stderr}")
     return done
