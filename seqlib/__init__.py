@@ -1,5 +1,12 @@
 """seqlib: every model of the chapter "Sequence Models", small enough to read.
 
+The top-level modules are the chapter's library: its models (rnn, gated, bptt, attention,
+self_attention, positional, transformer, seq2seq, lm, embeddings, decoding), what they need
+(text and data, the one training loop in training, the argument checks in checks) and
+nothing else; they never import the subpackages. The subpackages hold the rest of the book:
+`experiments` (training runs on real data, the pages beyond the chapter, the GPU runs),
+`exercises` (the exercise checkers) and `diagrams` (the figure code).
+
 Conventions, once for the whole package:
 
 - Tensors are (batch, time, features) everywhere: B sequences of T steps, each step a
@@ -8,22 +15,36 @@ Conventions, once for the whole package:
   the output layer, zeta for the adjoints of backpropagation through time, g_f, g_i, g_o
   and c_tilde for the LSTM's gates.
 - Nothing is downloaded at import time; the loaders in seqlib.data fetch on demand.
+
+The names below are imported from their modules when first used (`seqlib.LSTM` loads
+seqlib.gated), so that `import seqlib` costs nothing a page does not use.
 """
 
-from seqlib.gated import GRU, LSTM, GRUCell, LSTMCell
-from seqlib.rnn import RNN, RNNCell
-from seqlib.self_attention import MultiHeadAttention
-from seqlib.training import train
-from seqlib.transformer import (
-                                Transformer,
-                                TransformerBlock,
-                                TransformerDecoderBlock,
-                                TransformerLM,
-                                transformer_block_params,
-)
-from seqlib.utils import count_parameters, default_device, seed_everything
+import importlib
+import pathlib
 
-__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "MultiHeadAttention", "RNNCell",
-           "Transformer", "TransformerBlock", "TransformerDecoderBlock", "TransformerLM",
-           "count_parameters", "default_device", "seed_everything", "train",
-           "transformer_block_params"]
+EXPORTS = {
+    "RNN": "rnn", "RNNCell": "rnn",
+    "GRU": "gated", "LSTM": "gated", "GRUCell": "gated", "LSTMCell": "gated",
+    "MultiHeadAttention": "self_attention",
+    "Transformer": "transformer", "TransformerBlock": "transformer",
+    "TransformerDecoderBlock": "transformer", "TransformerLM": "lm",
+    "transformer_block_params": "transformer",
+    "train": "training",
+    "count_parameters": "utils", "default_device": "utils", "seed_everything": "utils",
+}
+
+__all__ = sorted(EXPORTS)
+MODULES = {path.stem for path in pathlib.Path(__file__).parent.glob("*.py")} - {"__init__"}
+
+
+def __getattr__(name: str):
+    """seqlib.X for X in EXPORTS, imported from its module on first use, and each module
+    of the chapter library, as seqlib.rnn (PEP 562)."""
+    if name in MODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name not in EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{EXPORTS[name]}"), name)
+    globals()[name] = value
+    return value

@@ -1,4 +1,5 @@
-"""Character-level language models (Section 7.3): embedding -> recurrent unit -> vocabulary.
+"""Language models: the character-level recurrent models of Section 7.3 (embedding ->
+recurrent unit -> vocabulary) and the decoder-only transformer of Section 7.5.
 
 The model reads characters x^<1>, ..., x^<T> and, at every step t, outputs the logits of
 the next character x^<t+1>; the loss is the cross-entropy averaged over all predicted
@@ -24,7 +25,9 @@ from torch import nn
 from seqlib import decoding
 from seqlib.checks import check_ids, check_source, positive_int
 from seqlib.gated import UNITS
+from seqlib.positional import PositionalEmbedding
 from seqlib.text import SPECIALS, Vocab
+from seqlib.transformer import LayerNorm, TransformerBlock, select_batch
 from seqlib.utils import seed_everything
 
 GATE_BLOCKS = {"rnn": 1, "gru": 3, "lstm": 4}  # G: blocks of (W_hh, W_hx, b_h) per layer
@@ -39,7 +42,7 @@ class RecurrentLM(nn.Module):
     passed back in with the next chunk of the same streams.
 
     It follows the decoding protocol of seqlib.decoding (`start`, `step`, `reorder`), as
-    seqlib.transformer.TransformerLM does, so `generate` writes text with either.
+    TransformerLM does, so `generate` writes text with either.
     """
 
     def __init__(self, unit: str, vocab_size: int, embed_size: int, hidden_size: int,
@@ -84,6 +87,82 @@ class RecurrentLM(nn.Module):
         """The state of batch entries `index` (N',): the batch is the second dimension of
         (L, N, m)."""
         return _select(state, index)
+
+
+class TransformerLM(nn.Module):
+    """A decoder-only transformer language model (beyond the chapter): token embeddings plus
+    a learned table of positions (`positional="learned"`) or sinusoidal positions (7.29),
+    `num_layers` blocks (7.31) with causal self-attention (7.27), a final LayerNorm
+    (pre-norm, the default, as GPT-2 and nanoGPT) and an output layer over the vocabulary.
+    `norm_first=False` gives the chapter's post-norm blocks (7.31) and no final LayerNorm;
+    `residual=False` blocks without their residual connections (for experiments).
+
+    forward(ids (B, T), state=None) returns the logits (B, T, V) of the next token after
+    each position and None: unlike a recurrent model, nothing is carried from one chunk to
+    the next (the context is the chunk, at most max_len tokens), so it trains and evaluates
+    with the same functions of seqlib.lm as the recurrent models.
+
+    Decoding protocol: `start(prompts (N, S), mask)` reads every prompt token but the last
+    (prompts of one length), which the decoding functions then feed as start_id. Past
+    max_len tokens, each step reads the last max_len tokens (a sliding window).
+    """
+
+    def __init__(self, vocab_size: int, p: int, heads: int, n1: int, num_layers: int, *,
+                 max_len: int, m: int | None = None, m_v: int | None = None,
+                 dropout: float = 0.0, norm_first: bool = True, positional: str = "learned",
+                 residual: bool = True):
+        super().__init__()
+        self.vocab_size, self.max_len = positive_int("vocab_size", vocab_size), max_len
+        self.norm_first, self.residual = norm_first, residual
+        self.tgt_vocab_size, self.kv_cache = vocab_size, True
+        self.embedding = nn.Embedding(vocab_size, p)
+        self.positions = PositionalEmbedding(max_len, p, kind=positional)
+        self.dropout = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(
+            TransformerBlock(p, heads, m, m_v, n1, dropout=dropout, norm_first=norm_first,
+                             residual=residual)
+            for _ in range(positive_int("num_layers", num_layers)))
+        self.norm = LayerNorm(p) if norm_first else nn.Identity()
+        self.output = nn.Linear(p, vocab_size)
+
+    def logits(self, ids: torch.Tensor, caches: list | None = None, offset: int = 0):
+        """Logits (B, T, V) after each of ids (B, T) at positions offset + 1, offset + 2, ..."""
+        check_ids(ids, vocab_size=self.vocab_size, dim=2, nonempty=True)
+        x = self.dropout(self.positions(self.embedding(ids), offset))  # (B, T, p)
+        for i, block in enumerate(self.blocks):
+            x = block(x, causal=True, cache=None if caches is None else caches[i])
+        return self.output(self.norm(x))  # (B, T, V)
+
+    def forward(self, ids: torch.Tensor, state=None):
+        if state is not None:
+            raise ValueError("a TransformerLM carries no state between chunks: pass "
+                             "state=None")
+        return self.logits(ids), None
+
+    def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
+        check_source(src, src_mask, self.vocab_size)
+        if not src_mask.all():
+            raise ValueError("prompts must all have one length (src_mask all True)")
+        state = {"tokens": src[:, :-1], "caches": None}
+        S = src.shape[1]
+        if self.kv_cache and S <= self.max_len:
+            state["caches"] = [{} for _ in self.blocks]
+            if S > 1:
+                self.logits(src[:, :-1], state["caches"])  # fills the caches
+        return state
+
+    def step(self, tokens: torch.Tensor, state: dict):
+        """(7.34): the previous tokens (N,) -> logits (N, V) of the next, and the state."""
+        check_ids(tokens, name="tokens", dim=1, vocab_size=self.vocab_size)
+        history = torch.cat([state["tokens"], tokens[:, None]], dim=1)  # (N, t)
+        t, caches = history.shape[1], state["caches"]
+        if caches is not None and t <= self.max_len:  # one new token, at position t
+            logits = self.logits(tokens[:, None], caches, offset=t - 1)
+        else:  # the whole prefix again, or its last max_len tokens
+            logits, caches = self.logits(history[:, -self.max_len:]), None
+        return logits[:, -1], {"tokens": history, "caches": caches}
+
+    reorder = staticmethod(select_batch)
 
 
 def detach_state(state):
@@ -171,7 +250,7 @@ class CarriedStateLoss:
 def _select(state, rows):
     """The rows (streams; a slice or a tensor of indices) of a state: None, a tensor
     (L, B, m) or a tuple of them."""
-    if state is None:  # a model that carries no state (seqlib.transformer.TransformerLM)
+    if state is None:  # a model that carries no state (TransformerLM)
         return None
     if isinstance(state, tuple):
         return tuple(s[:, rows] for s in state)
@@ -242,7 +321,7 @@ def generate(model: nn.Module, vocab: Vocab, prompt: str, length: int, *,
              method: str = "sample", samples: int = 1, generator: torch.Generator | None = None,
              **options) -> list[str]:
     """Continuations of `prompt` by `length` tokens from a language model that follows the
-    decoding protocol (RecurrentLM, seqlib.transformer.TransformerLM), generated by (7.34)
+    decoding protocol (RecurrentLM, TransformerLM), generated by (7.34)
     one token at a time: method "greedy", "sample" (`samples` draws; options temperature,
     top_k, top_p) or "beam" (options beam_size, length_penalty; the best hypothesis).
     Special tokens, which never occur in running text, are never chosen. Sampling draws

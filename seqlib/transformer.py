@@ -1,14 +1,14 @@
 """Transformers of Section 7.5: layer normalisation, the transformer block (7.31) and its
-parameter count (7.32), the decoder block with its cross-attention (7.33), the
-encoder-decoder transformer of Fig. 7.16, which decodes by (7.34), and a decoder-only
-transformer language model (beyond the chapter).
+parameter count (7.32), the decoder block with its cross-attention (7.33), and the
+encoder-decoder transformer of Fig. 7.16, which decodes by (7.34). The decoder-only
+language model built of the same blocks is seqlib.lm.TransformerLM.
 
 Tensors are (batch, time, features) with p features (the model dimension) throughout. The
 chapter's symbols: a block maps a_in^<t> to a_out^<t>; the encoder's output is the code
 z^<1>, ..., z^<T_in> (code may call it `memory`). Sequences are padded with <empty> to a
 fixed length (`pad_to_length`) or to the longest of a batch (seqlib.text.pad_batch).
 
-Both models follow the decoding protocol of seqlib.seq2seq (`start`, `step`, `reorder`),
+The transformer follows the decoding protocol of seqlib.seq2seq (`start`, `step`, `reorder`),
 so seqlib.decoding's greedy, sampling and beam search drive them. With `kv_cache = True`
 (the default; the key/value cache is beyond the chapter) each step feeds one token through
 the decoder, reusing the keys and values of the earlier steps; with False every step runs
@@ -377,80 +377,3 @@ class Transformer(nn.Module):
         return logits[:, -1], {**state, "tokens": history}
 
     reorder = staticmethod(select_batch)
-
-
-class TransformerLM(nn.Module):
-    """A decoder-only transformer language model (beyond the chapter): token embeddings plus
-    a learned table of positions (`positional="learned"`) or sinusoidal positions (7.29),
-    `num_layers` blocks (7.31) with causal self-attention (7.27), a final LayerNorm
-    (pre-norm, the default, as GPT-2 and nanoGPT) and an output layer over the vocabulary.
-    `norm_first=False` gives the chapter's post-norm blocks (7.31) and no final LayerNorm;
-    `residual=False` blocks without their residual connections (for experiments).
-
-    forward(ids (B, T), state=None) returns the logits (B, T, V) of the next token after
-    each position and None: unlike a recurrent model, nothing is carried from one chunk to
-    the next (the context is the chunk, at most max_len tokens), so it trains and evaluates
-    with the same functions of seqlib.lm as the recurrent models.
-
-    Decoding protocol: `start(prompts (N, S), mask)` reads every prompt token but the last
-    (prompts of one length), which the decoding functions then feed as start_id. Past
-    max_len tokens, each step reads the last max_len tokens (a sliding window).
-    """
-
-    def __init__(self, vocab_size: int, p: int, heads: int, n1: int, num_layers: int, *,
-                 max_len: int, m: int | None = None, m_v: int | None = None,
-                 dropout: float = 0.0, norm_first: bool = True, positional: str = "learned",
-                 residual: bool = True):
-        super().__init__()
-        self.vocab_size, self.max_len = positive_int("vocab_size", vocab_size), max_len
-        self.norm_first, self.residual = norm_first, residual
-        self.tgt_vocab_size, self.kv_cache = vocab_size, True
-        self.embedding = nn.Embedding(vocab_size, p)
-        self.positions = PositionalEmbedding(max_len, p, kind=positional)
-        self.dropout = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList(
-            TransformerBlock(p, heads, m, m_v, n1, dropout=dropout, norm_first=norm_first,
-                             residual=residual)
-            for _ in range(positive_int("num_layers", num_layers)))
-        self.norm = LayerNorm(p) if norm_first else nn.Identity()
-        self.output = nn.Linear(p, vocab_size)
-
-    def logits(self, ids: torch.Tensor, caches: list | None = None, offset: int = 0):
-        """Logits (B, T, V) after each of ids (B, T) at positions offset + 1, offset + 2, ..."""
-        check_ids(ids, vocab_size=self.vocab_size, dim=2, nonempty=True)
-        x = self.dropout(self.positions(self.embedding(ids), offset))  # (B, T, p)
-        for i, block in enumerate(self.blocks):
-            x = block(x, causal=True, cache=None if caches is None else caches[i])
-        return self.output(self.norm(x))  # (B, T, V)
-
-    def forward(self, ids: torch.Tensor, state=None):
-        if state is not None:
-            raise ValueError("a TransformerLM carries no state between chunks: pass "
-                             "state=None")
-        return self.logits(ids), None
-
-    def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
-        check_source(src, src_mask, self.vocab_size)
-        if not src_mask.all():
-            raise ValueError("prompts must all have one length (src_mask all True)")
-        state = {"tokens": src[:, :-1], "caches": None}
-        S = src.shape[1]
-        if self.kv_cache and S <= self.max_len:
-            state["caches"] = [{} for _ in self.blocks]
-            if S > 1:
-                self.logits(src[:, :-1], state["caches"])  # fills the caches
-        return state
-
-    def step(self, tokens: torch.Tensor, state: dict):
-        """(7.34): the previous tokens (N,) -> logits (N, V) of the next, and the state."""
-        check_ids(tokens, name="tokens", dim=1, vocab_size=self.vocab_size)
-        history = torch.cat([state["tokens"], tokens[:, None]], dim=1)  # (N, t)
-        t, caches = history.shape[1], state["caches"]
-        if caches is not None and t <= self.max_len:  # one new token, at position t
-            logits = self.logits(tokens[:, None], caches, offset=t - 1)
-        else:  # the whole prefix again, or its last max_len tokens
-            logits, caches = self.logits(history[:, -self.max_len:]), None
-        return logits[:, -1], {"tokens": history, "caches": caches}
-
-    reorder = staticmethod(select_batch)
-

@@ -313,7 +313,7 @@ def test_evaluate_without_carrying_the_state(B, T):
 
 @pytest.mark.parametrize("B, T", [(1, 8), (3, 4), (6, 8)])
 def test_evaluate_a_transformer_language_model(B, T):
-    from seqlib.transformer import TransformerLM
+    from seqlib.lm import TransformerLM
 
     vocab = char_vocab(TEXT)
     ids = torch.tensor(vocab.encode(TEXT))

@@ -109,7 +109,7 @@ def test_a_language_model_run_refuses_a_bad_config():
 
 
 def test_a_transformer_language_model_learns():
-    from seqlib.transformer import TransformerLM
+    from seqlib.lm import TransformerLM
 
     vocab, ids = corpus()
     torch.manual_seed(0)
@@ -123,7 +123,7 @@ def test_a_transformer_language_model_learns():
 def test_a_run_draws_its_dropout_from_its_own_seed_and_leaves_the_callers_generator():
     """A run with dropout trains the same whatever generator state it finds (as in a worker
     process that trained another run first), and the caller's state is as before."""
-    from seqlib.transformer import TransformerLM
+    from seqlib.lm import TransformerLM
     ids = torch.randint(0, 12, (400,), generator=torch.Generator().manual_seed(0))
     config = dict(steps=3, batch_size=2, context=8, lr=1e-2, warmup=0)
 

@@ -6,7 +6,7 @@ import torch
 
 from seqlib import lm
 from seqlib.experiments import runs, trainability
-from seqlib.transformer import TransformerLM
+from seqlib.lm import TransformerLM
 from seqlib.utils import seed_everything
 
 V = 11

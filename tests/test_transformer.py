@@ -11,6 +11,7 @@ from torch import nn
 
 from seqlib import lm
 from seqlib.decoding import beam_search, greedy, sample
+from seqlib.lm import TransformerLM
 from seqlib.self_attention import MultiHeadAttention
 from seqlib.text import SPECIALS, char_vocab, pad_batch
 from seqlib.transformer import (
@@ -18,7 +19,6 @@ from seqlib.transformer import (
     Transformer,
     TransformerBlock,
     TransformerDecoderBlock,
-    TransformerLM,
     pad_to_length,
     transformer_block_params,
 )

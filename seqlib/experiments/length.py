@@ -2,7 +2,7 @@
 
 A task sequence is [x_1, ..., x_n, SEP, x_n, ..., x_1]: n symbols drawn uniformly from
 0, ..., symbols - 1, the separator (id `symbols`), then the symbols in reverse order. A
-language model (seqlib.lm.RecurrentLM or seqlib.transformer.TransformerLM) reads it as a
+language model (seqlib.lm.RecurrentLM or seqlib.lm.TransformerLM) reads it as a
 token stream, tensors (batch, time); it is trained on the n answer tokens only and
 evaluated by greedy decoding, at lengths n it was trained on and at longer ones.
 """

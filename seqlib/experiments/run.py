@@ -48,10 +48,11 @@ from seqlib.data import multi30k, tiny_shakespeare
 from seqlib.experiments import runs, shakespeare
 from seqlib.experiments import translation as tr
 from seqlib.experiments.runs import save_atomic
+from seqlib.lm import TransformerLM
 from seqlib.seq2seq import AttentionSeq2Seq, teacher_forced_loss
 from seqlib.text import char_vocab
 from seqlib.training import train
-from seqlib.transformer import Transformer, TransformerLM
+from seqlib.transformer import Transformer
 from seqlib.utils import default_device, seed_everything
 
 

@@ -13,7 +13,7 @@ train several at once.
   and CPU threads (sums round differently on each), torch's version, and the source of
   the chapter library, of this module and of the modules of the model's class and of the
   experiment, so that editing one page's experiment retrains that page's models only.
-- `trained_together(calls)` trains the runs the cache lacks at the same time, one worker
+- `trained_together(runs)` trains the runs the cache lacks at the same time, one worker
   process each.
 - `profile(book, full)` is the one switch between the book profile and the full one
   (`SEQLIB_FULL=1`, for a GPU).

@@ -1,13 +1,13 @@
 """The character-level language models of tiny Shakespeare (pages 06 and 12, and the pages
 beyond the chapter that reuse them): their configurations. A run of one is
-`runs.language_model(name, __name__, model, train_ids, config)`, so that every page that
+`runs.language_model(name, model, train_ids, config, module=__name__)`, so that every page that
 trains the same model with the same configuration shares it through the model cache.
 
 - `BOOK_PROFILE`, `FULL_PROFILE`: the recurrent models (seqlib.lm.recurrent_model) and how
   they train; the book profile trains on a laptop CPU in minutes, `SEQLIB_FULL=1` selects
   the full one, for a GPU (`runs.profile(BOOK_PROFILE, FULL_PROFILE)`).
 - `TRANSFORMER_BOOK_PROFILE`, `TRANSFORMER_FULL_PROFILE`: the decoder-only transformer of
-  Section 7.5 (seqlib.transformer.TransformerLM): "arch" are its constructor's arguments,
+  Section 7.5 (seqlib.lm.TransformerLM): "arch" are its constructor's arguments,
   "fit" the configuration of its run. The book profile trains on the batches and steps of
   BOOK_PROFILE; the full profile is nanoGPT's shakespeare_char configuration, for a GPU
   (`python -m seqlib.experiments.run char-lm` trains it on one or more).

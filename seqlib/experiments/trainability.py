@@ -3,7 +3,7 @@ block, and the run of a language model (runs.language_model) that also records t
 the validation loss as it goes (`recorded_run`; runs.trained_together trains several).
 
 A block's gradient norm is the 2-norm of the gradients of all its parameters together,
-||dL/dtheta_l||, for the blocks l = 1, ..., L of a seqlib.transformer.TransformerLM, first
+||dL/dtheta_l||, for the blocks l = 1, ..., L of a seqlib.lm.TransformerLM, first
 (next to the embeddings) to last (next to the output layer).
 """
 
