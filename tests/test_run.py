@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from seqlib import lm
 from seqlib.data import DATA_VARIABLE
-from seqlib.experiments import run, runs, shakespeare
+from seqlib.experiments import run, runs, shakespeare, streams
 from seqlib.experiments import translation as tr
 
 pytestmark = pytest.mark.skipif(
@@ -152,7 +151,7 @@ def test_one_process_trains_as_the_language_model_run(tmp_path):
     for name, value in setup.model.state_dict().items():
         assert torch.equal(trained.model.state_dict()[name], value), name
     assert torch.load(tmp_path / "checkpoint.pt")["history"]["loss"] == history["loss"]
-    assert results["val_loss"] == lm.evaluate(setup.model, val_ids, 32, config["context"])
+    assert results["val_loss"] == streams.evaluate(setup.model, val_ids, 32, config["context"])
 
 
 def test_one_process_trains_as_the_translation_run(tmp_path):

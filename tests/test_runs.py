@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from seqlib import lm
-from seqlib.experiments import runs, shakespeare
+from seqlib.experiments import runs, shakespeare, streams
 from seqlib.text import char_vocab
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n"
@@ -114,10 +114,10 @@ def test_a_transformer_language_model_learns():
     vocab, ids = corpus()
     torch.manual_seed(0)
     model = TransformerLM(len(vocab), 16, 2, 32, 1, max_len=CONFIG["context"])
-    before = lm.evaluate(model, ids, 3, 8)
+    before = streams.evaluate(model, ids, 3, 8)
     history = runs.fit(runs.language_model("tiny", model, ids, CONFIG))
     assert len(history["loss"]) == 40
-    assert lm.evaluate(model, ids, 3, 8) < before - 0.5
+    assert streams.evaluate(model, ids, 3, 8) < before - 0.5
 
 
 def test_a_run_draws_its_dropout_from_its_own_seed_and_leaves_the_callers_generator():
@@ -194,6 +194,13 @@ def test_the_cache_key_covers_the_device_dtype_threads_and_the_code_the_run_uses
     assert (runs.LIBRARY / "rnn.py").read_bytes() in sources
     assert (runs.LIBRARY / "experiments" / "runs.py").read_bytes() in sources
     assert (runs.LIBRARY / "experiments" / "translation.py").read_bytes() not in sources
+    # ... and the experiment modules they use: the stream's batches and loss here, the digit
+    # strips a captioning run draws (used by the run's module, not by the model's).
+    assert (runs.LIBRARY / "experiments" / "streams.py").read_bytes() in sources
+    from seqlib.experiments import captioning
+    caption = runs.Run("c", tiny_model("gru", len(vocab)), None, None, None, 1,
+                       module=captioning.__name__)
+    assert (runs.LIBRARY / "experiments" / "digits.py").read_bytes() in runs._sources(caption)
     with pytest.raises(ValueError, match="an imported module"):
         key(module="seqlib.experiments.no_such_module")
 

@@ -4,8 +4,7 @@
 import pytest
 import torch
 
-from seqlib import lm
-from seqlib.experiments import runs, trainability
+from seqlib.experiments import runs, streams, trainability
 from seqlib.lm import TransformerLM
 from seqlib.utils import seed_everything
 
@@ -45,7 +44,7 @@ def test_a_recorded_run_is_the_plain_run_plus_its_records():
     assert rich["loss"] == history["loss"]  # the same run: evaluation draws no randomness
     assert rich["val_step"] == [5, 10, 12] and len(rich["val_loss"]) == 3
     assert rich["val_loss"][-1] == pytest.approx(
-        lm.evaluate(recorded, val_ids, 4, 8, carry_state=False))
+        streams.evaluate(recorded, val_ids, 4, 8, carry_state=False))
     norms = torch.tensor(rich["block_grad_norm"])  # (steps, blocks), before clipping
     assert norms.shape == (12, 3)
     total = torch.tensor(rich["grad_norm"])  # every parameter, before clipping

@@ -5,7 +5,7 @@ import torch
 
 import seqlib
 from seqlib import lm
-from seqlib.experiments import shakespeare
+from seqlib.experiments import shakespeare, streams
 from seqlib.experiments.window import WindowLM, matched_window_model, window_parameter_count
 from seqlib.text import char_vocab
 
@@ -53,7 +53,7 @@ def test_nothing_older_than_the_window_matters():
 def test_size_matching_and_the_language_model_plumbing():
     vocab = char_vocab("to be or not to be, that is the question")
     config = dict(shakespeare.BOOK_PROFILE)
-    lstm = lm.recurrent_model("lstm", len(vocab), config)
+    lstm = shakespeare.recurrent_model("lstm", len(vocab), config)
     for k in (1, 8, 32):
         model = matched_window_model(len(vocab), k, config)
         n = seqlib.count_parameters(model)
@@ -61,7 +61,7 @@ def test_size_matching_and_the_language_model_plumbing():
                                            model.hidden.out_features)
         assert abs(n - seqlib.count_parameters(lstm)) < len(vocab) + k * config["embed_size"]
     ids = torch.tensor(vocab.encode("to be or not to be"))
-    assert lm.evaluate(model, ids, 2, 4) > 0
+    assert streams.evaluate(model, ids, 2, 4) > 0
     [text] = lm.generate(model, vocab, "to ", 10, generator=torch.Generator().manual_seed(0))
     assert len(text) == 13 and text.startswith("to ")
 

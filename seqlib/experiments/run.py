@@ -43,9 +43,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from seqlib import lm
 from seqlib.data import multi30k, tiny_shakespeare
-from seqlib.experiments import runs, shakespeare
+from seqlib.experiments import runs, shakespeare, streams
 from seqlib.experiments import translation as tr
 from seqlib.experiments.runs import save_atomic
 from seqlib.lm import TransformerLM
@@ -178,12 +177,12 @@ def char_lm(config: dict, device: torch.device) -> Setup:
                          "a chunk must fit the transformer's positions")
     text = tiny_shakespeare()
     vocab = char_vocab(text)
-    train_ids, val_ids = lm.split_corpus(torch.tensor(vocab.encode(text)), 0.9)
+    train_ids, val_ids = streams.split_corpus(torch.tensor(vocab.encode(text)), 0.9)
     seed_everything(config["seed"])
     arch = ("p", "heads", "n1", "num_layers", "max_len", "dropout", "positional")
     model = TransformerLM(len(vocab), **{k: config[k] for k in arch})
     B = config["batch_size"]
-    chunks = at_step(lm.contiguous_batches(train_ids, B, config["context"]))
+    chunks = at_step(streams.contiguous_batches(train_ids, B, config["context"]))
 
     def batch(step, rank, world):
         x, y = chunks(step)  # (B, T) each
@@ -193,13 +192,13 @@ def char_lm(config: dict, device: torch.device) -> Setup:
     steps, warmup = config["steps"], config["warmup"]
 
     def val_loss(m):
-        return lm.evaluate(m, val_ids, 32, config["context"])
+        return streams.evaluate(m, val_ids, 32, config["context"])
 
     return Setup((vocab, train_ids, val_ids), model,
                  lambda m: runs.adamw(m, config["lr"], config.get("weight_decay", 0.01),
                                       config.get("beta2", 0.999)),
                  lambda step: runs.warmup_cosine(step, steps, warmup), 1.0,
-                 lm.CarriedStateLoss(), batch, val_loss, lambda m: {"val_loss": val_loss(m)})
+                 streams.CarriedStateLoss(), batch, val_loss, lambda m: {"val_loss": val_loss(m)})
 
 
 def _translation_config(src: str, tgt: str, full: dict) -> dict:

@@ -11,8 +11,9 @@ train several at once.
   cache key is derived from the record here and nowhere else: the run's name and key (its
   data and configuration), the model (class, repr, plain attributes), the device, dtype
   and CPU threads (sums round differently on each), torch's version, and the source of
-  the chapter library, of this module and of the modules of the model's class and of the
-  experiment, so that editing one page's experiment retrains that page's models only.
+  the chapter library, of this module, of the modules of the model's class and of the
+  experiment, and of the modules of seqlib.experiments they use, so that editing one
+  page's experiment retrains that page's models only.
 - `trained_together(runs)` trains the runs the cache lacks at the same time, one worker
   process each.
 - `profile(book, full)` is the one switch between the book profile and the full one
@@ -27,6 +28,7 @@ import multiprocessing
 import os
 import pathlib
 import sys
+import types
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -36,8 +38,8 @@ import torch
 from filelock import FileLock
 from torch import nn
 
-from seqlib import lm
 from seqlib.checks import positive_int
+from seqlib.experiments import streams
 from seqlib.text import word_tokenize
 from seqlib.training import train
 
@@ -178,7 +180,8 @@ def language_model(name: str, model: nn.Module, train_ids: torch.Tensor, config:
                    finish: Callable | None = None) -> Run:
     """The run of a language model (seqlib.lm.RecurrentLM, TransformerLM, ...) on a 1-D id
     stream: config["steps"] chunks of config["batch_size"] x config["context"] read on
-    contiguously (lm.contiguous_batches) with the state carried (lm.CarriedStateLoss),
+    contiguously (streams.contiguous_batches) with the state carried
+    (streams.CarriedStateLoss),
     `adamw` at peak rate config["lr"] (with config's "beta2" and "weight_decay" if given),
     a warm-up of config["warmup"] steps then a cosine decay to a tenth (`warmup_cosine`),
     gradients clipped at norm 1, and dropout on random numbers of its own, seeded with
@@ -186,10 +189,10 @@ def language_model(name: str, model: nn.Module, train_ids: torch.Tensor, config:
     if not isinstance(config, dict) or any(k not in config for k in LANGUAGE_MODEL_KEYS):
         raise ValueError(f"config must be a dict with the keys {LANGUAGE_MODEL_KEYS}, "
                          f"got {config!r}")
-    lm.check_stream(train_ids, config["batch_size"], config["context"], name="train_ids")
+    streams.check_stream(train_ids, config["batch_size"], config["context"], name="train_ids")
     ids = train_ids.to(next(model.parameters()).device)
     steps = config["steps"]
-    return Run(name, model, lm.CarriedStateLoss(),
+    return Run(name, model, streams.CarriedStateLoss(),
                partial(_stream, ids, config["batch_size"], config["context"]),
                partial(adamw, lr=config["lr"], weight_decay=config.get("weight_decay", 0.01),
                        beta2=config.get("beta2", 0.999)),
@@ -199,7 +202,7 @@ def language_model(name: str, model: nn.Module, train_ids: torch.Tensor, config:
 
 
 def _stream(ids: torch.Tensor, batch_size: int, context: int, generator) -> Iterable:
-    return lm.contiguous_batches(ids, batch_size, context)  # no random draws
+    return streams.contiguous_batches(ids, batch_size, context)  # no random draws
 
 
 # ---- the cache ------------------------------------------------------------------------------
@@ -212,11 +215,22 @@ def cache_dir() -> pathlib.Path:
 
 def _sources(run: Run) -> list[bytes]:
     """The source the run depends on: the chapter library, this module, the module of the
-    model's class and the run's own module."""
-    names = {type(run.model).__module__, __name__, run.module} - {None}
-    for name in names:
+    model's class, the run's own module, and every module of seqlib.experiments that these
+    use (their imported modules, functions and classes), however deep."""
+    todo = [type(run.model).__module__, __name__, run.module]
+    names = set()
+    while todo:
+        name = todo.pop()
+        if name is None or name in names:
+            continue
         if name not in sys.modules or not getattr(sys.modules[name], "__file__", None):
             raise ValueError(f"a run's module must be an imported module, got {name!r}")
+        names.add(name)
+        for value in vars(sys.modules[name]).values():
+            used = value.__name__ if isinstance(value, types.ModuleType) \
+                else getattr(value, "__module__", None)
+            if isinstance(used, str) and used.startswith(__package__ + "."):
+                todo.append(used)
     files = {pathlib.Path(sys.modules[name].__file__).resolve() for name in names}
     files |= set(LIBRARY.glob("*.py"))
     return [path.read_bytes() for path in sorted(files)]

@@ -3,7 +3,7 @@ beyond the chapter that reuse them): their configurations. A run of one is
 `runs.language_model(name, model, train_ids, config, module=__name__)`, so that every page that
 trains the same model with the same configuration shares it through the model cache.
 
-- `BOOK_PROFILE`, `FULL_PROFILE`: the recurrent models (seqlib.lm.recurrent_model) and how
+- `BOOK_PROFILE`, `FULL_PROFILE`: the recurrent models (`recurrent_model`) and how
   they train; the book profile trains on a laptop CPU in minutes, `SEQLIB_FULL=1` selects
   the full one, for a GPU (`runs.profile(BOOK_PROFILE, FULL_PROFILE)`).
 - `TRANSFORMER_BOOK_PROFILE`, `TRANSFORMER_FULL_PROFILE`: the decoder-only transformer of
@@ -11,7 +11,16 @@ trains the same model with the same configuration shares it through the model ca
   "fit" the configuration of its run. The book profile trains on the batches and steps of
   BOOK_PROFILE; the full profile is nanoGPT's shakespeare_char configuration, for a GPU
   (`python -m seqlib.experiments.run char-lm` trains it on one or more).
+
+The recurrent models are compared at one size: `parameter_count` counts a model's
+parameters, `matched_hidden_size` gives each unit the state size that matches the LSTM's
+count and `recurrent_model` builds it.
 """
+
+from seqlib.lm import RecurrentLM
+from seqlib.utils import seed_everything
+
+GATE_BLOCKS = {"rnn": 1, "gru": 3, "lstm": 4}  # G: blocks of (W_hh, W_hx, b_h) per layer
 
 BOOK_PROFILE = dict(embed_size=32, hidden_size=192, num_layers=1, batch_size=12, context=64,
                     steps=2000, lr=1e-2, warmup=100)
@@ -28,3 +37,35 @@ TRANSFORMER_FULL_PROFILE = {
                  positional="sinusoidal"),
     "fit": dict(batch_size=64, context=256, steps=5000, lr=1e-3, warmup=100, beta2=0.99,
                 weight_decay=0.1)}
+
+
+def parameter_count(unit: str, vocab_size: int, hidden_size: int, embed_size: int,
+                    num_layers: int = 1) -> int:
+    """Parameters of RecurrentLM(unit, vocab_size, embed_size, hidden_size, num_layers):
+    the embedding V E, then per layer G (m^2 + m p + m) with G gate blocks of
+    (W_hh, W_hx, b_h), m units and p inputs (E for the first layer, m above it), then
+    the output layer m V + V."""
+    if unit not in GATE_BLOCKS:
+        raise ValueError(f"unit must be one of {sorted(GATE_BLOCKS)}, got {unit!r}")
+    V, E, m = vocab_size, embed_size, hidden_size
+    G = GATE_BLOCKS[unit]
+    recurrent = sum(G * (m * m + m * (E if layer == 0 else m) + m) for layer in range(num_layers))
+    return V * E + recurrent + m * V + V
+
+
+def matched_hidden_size(unit: str, vocab_size: int, config: dict) -> int:
+    """The state size m (1 to 4095) that brings `unit`'s model closest to the parameter
+    count of the LSTM model with config["hidden_size"] units (the smallest m on a tie), so
+    that the three units are compared at the same size."""
+    E, layers = config["embed_size"], config["num_layers"]
+    target = parameter_count("lstm", vocab_size, config["hidden_size"], E, layers)
+    return min(range(1, 4096),
+               key=lambda m: abs(parameter_count(unit, vocab_size, m, E, layers) - target))
+
+
+def recurrent_model(unit: str, vocab_size: int, config: dict, seed: int = 0) -> RecurrentLM:
+    """The RecurrentLM of `unit` for `config` with the parameter-matched state size,
+    initialised after seed_everything(seed): every chapter that builds it gets the same one."""
+    hidden = matched_hidden_size(unit, vocab_size, config)
+    seed_everything(seed)
+    return RecurrentLM(unit, vocab_size, config["embed_size"], hidden, config["num_layers"])

@@ -10,8 +10,7 @@ A block's gradient norm is the 2-norm of the gradients of all its parameters tog
 import torch
 from torch import nn
 
-from seqlib import lm
-from seqlib.experiments import runs
+from seqlib.experiments import runs, streams
 
 
 def block_grad_norms(model: nn.Module) -> list[float]:
@@ -44,7 +43,7 @@ class Recorder:
     "val_loss")."""
 
     def __init__(self, model: nn.Module, val_ids: torch.Tensor, config: dict):
-        lm.check_stream(val_ids, config["batch_size"], config["context"], name="val_ids")
+        streams.check_stream(val_ids, config["batch_size"], config["context"], name="val_ids")
         self.model, self.val_ids, self.config = model, val_ids, config
         self.recorded = {"val_step": [], "val_loss": [], "block_grad_norm": []}
 
@@ -54,7 +53,7 @@ class Recorder:
         recorded["block_grad_norm"].append([n / clipped for n in block_grad_norms(self.model)])
         if (step + 1) % config["record_every"] == 0 or step + 1 == config["steps"]:
             recorded["val_step"].append(step + 1)
-            recorded["val_loss"].append(lm.evaluate(self.model, self.val_ids,
+            recorded["val_loss"].append(streams.evaluate(self.model, self.val_ids,
                                                     config["batch_size"], config["context"],
                                                     carry_state=False))
 

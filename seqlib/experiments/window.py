@@ -13,14 +13,16 @@ Whatever it has read, it sees nothing older than k characters; the recurrent sta
 `forward(ids (B, T), state=None)` returns the logits (B, T, V) and a state for the next
 chunk of the same streams: here the last k - 1 ids, (1, B, k - 1) with the batch second as
 in a recurrent state, and -1 where a stream had not started yet (read as zero vectors). So
-seqlib.lm's training, evaluation and generation take it unchanged.
+it trains and evaluates as the recurrent models do (seqlib.experiments.streams) and
+seqlib.lm.generate writes text with it.
 """
 
 import torch
 from torch import nn
 
 from seqlib.checks import check_ids, positive_int
-from seqlib.lm import RecurrentLM, matched_hidden_size, parameter_count
+from seqlib.experiments.shakespeare import matched_hidden_size, parameter_count
+from seqlib.lm import select_state, stream_start, stream_step
 from seqlib.utils import seed_everything
 
 
@@ -58,10 +60,14 @@ class WindowLM(nn.Module):
         logits = self.output(torch.tanh(self.hidden(e)))  # (B, T, V)
         return logits, full[:, full.shape[1] - (k - 1):][None]  # (1, B, k - 1)
 
-    # The decoding protocol of seqlib.decoding, exactly as for the recurrent models.
-    start = RecurrentLM.start
-    step = RecurrentLM.step
-    reorder = staticmethod(RecurrentLM.reorder)
+    # The decoding protocol of seqlib.decoding, as for every model that reads a stream.
+    def start(self, src: torch.Tensor, src_mask: torch.Tensor):
+        return stream_start(self, src, src_mask)
+
+    def step(self, tokens: torch.Tensor, state):
+        return stream_step(self, tokens, state)
+
+    reorder = staticmethod(select_state)
 
 
 def window_parameter_count(vocab_size: int, window: int, embed_size: int,
@@ -74,7 +80,7 @@ def window_parameter_count(vocab_size: int, window: int, embed_size: int,
 
 def matched_window_model(vocab_size: int, window: int, config: dict, seed: int = 0):
     """The WindowLM of `window` whose hidden size brings it closest to the parameter count
-    of the LSTM language model of `config` (seqlib.lm.recurrent_model("lstm", ...)), built
+    of the LSTM language model of `config` (shakespeare.recurrent_model("lstm", ...)), built
     after seqlib.seed_everything(seed)."""
     lstm_hidden = matched_hidden_size("lstm", vocab_size, config)
     target = parameter_count("lstm", vocab_size, lstm_hidden, config["embed_size"],
