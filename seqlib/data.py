@@ -1,15 +1,15 @@
-"""The book's public data sets: tiny Shakespeare, Multi30k (task 1), the sentence polarity
-data set, the MNIST test digits and Melbourne's daily minimum temperatures.
+"""The book's public data sets and where they come from: tiny Shakespeare and Multi30k
+(task 1), read here, and the files of the pages beyond the chapter (the sentence polarity
+data set, the MNIST test digits and Melbourne's daily minimum temperatures), which
+seqlib.experiments.datasets reads.
 
-Files live under a data directory with the layout ``tinyshakespeare/input.txt``,
+Files live under a data directory (``tinyshakespeare/input.txt``,
 ``multi30k/{split}.{lang}.gz``, ``movie-review-polarity/rt-polarity.{pos,neg}``,
-``mnist/t10k-{images-idx3,labels-idx1}-ubyte.gz`` and
-``temperatures/daily-min-temperatures.csv``. The directory is, in order: the ``data_dir``
-argument, the environment variable ``SEQLIB_DATA_DIR``, or a per-user cache
-(``$XDG_CACHE_HOME/seqlib``, by default ``~/.cache/seqlib``). A file is downloaded only when
-it is missing there: from its canonical address, or, when that fails, from a long-lived mirror
-of the same file (same sha256); a line on stderr names the address used. Its sha256 is checked
-every time it is used.
+``mnist/t10k-{images-idx3,labels-idx1}-ubyte.gz``, ``temperatures/daily-min-temperatures.csv``):
+the ``data_dir`` argument, else ``$SEQLIB_DATA_DIR``, else a per-user cache
+(``$XDG_CACHE_HOME/seqlib``, by default ``~/.cache/seqlib``). A missing file is downloaded from
+its canonical address, or else from a long-lived mirror of the same file, and a line on stderr
+names the address used; its sha256 is checked every time it is used.
 
 Multi30k: Elliott et al. (2016), "Multi30K: Multilingual English-German Image Descriptions";
 Elliott et al. (2017), "Findings of the Second Shared Task on Multimodal Machine Translation"
@@ -18,7 +18,6 @@ Sentence polarity: Pang & Lee (2005), "Seeing stars", ACL (the copy distributed 
 (2014)'s code). MNIST: LeCun et al. (1998). Temperatures: Australian Bureau of Meteorology.
 """
 
-import datetime
 import gzip
 import hashlib
 import http.client
@@ -30,7 +29,6 @@ import urllib.error
 import urllib.request
 import zlib
 
-import torch
 from tqdm.auto import tqdm
 
 from seqlib.checks import check_choice
@@ -39,8 +37,7 @@ DATA_VARIABLE = "SEQLIB_DATA_DIR"
 SPLITS = ("train", "val", "test_2016_flickr")
 LANGUAGES = ("en", "fr", "de")
 
-# Each source has its canonical address and one or more mirrors; a mirror pinned to a commit
-# (or a bucket that never changes its objects) serves the same bytes, checked by the same sha256.
+# Each source: its canonical address, then unchanging mirrors (a pinned commit, a bucket).
 _SHAKESPEARE_URLS = (
     "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt",
     # jsDelivr's copy of char-rnn at a fixed commit: the same input.txt (1,115,394 bytes).
@@ -99,8 +96,7 @@ def _each(urls: tuple[str, ...], name: str) -> tuple[str, ...]:
     return tuple(url.format(name=name) for url in urls)
 
 
-# Relative name under the data directory -> (addresses, sha256 of the file). The addresses (a
-# tuple, or one string) are tried in order, the canonical one first; all serve the same bytes.
+# Name under the data directory -> (addresses, a tuple or one str, tried in order; sha256).
 FILES: dict[str, tuple[tuple[str, ...], str]] = {
     "tinyshakespeare/input.txt": (
         _SHAKESPEARE_URLS,
@@ -154,10 +150,8 @@ class _Failed(Exception):
 
 
 def _download(name: str, url: str, sha256: str, path: pathlib.Path) -> None:
-    """Download ``url`` to ``path`` atomically: a temporary file, verified, then renamed.
-
-    Raises ``_Failed`` naming what went wrong; no partial file is left behind.
-    """
+    """Download ``url`` to ``path`` atomically (a temporary file, verified, then renamed), or
+    raise ``_Failed`` naming what went wrong, leaving no partial file behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
@@ -217,12 +211,10 @@ def _download_first(name: str, urls: tuple[str, ...], sha256: str, path: pathlib
 
 
 def fetch(name: str, data_dir=None) -> pathlib.Path:
-    """Path of a verified local copy of ``name`` (a key of ``FILES``), downloading if missing.
-
-    The file's addresses are tried in order until one serves the expected bytes. A download
-    that fails everywhere raises ``DownloadError`` (``ValueError`` when every address served
-    other bytes), naming each address and what went wrong there.
-    """
+    """Path of a verified local copy of ``name`` (a key of ``FILES``), downloading if missing
+    from the first address that serves the expected bytes. Failing everywhere raises
+    ``DownloadError`` (``ValueError`` when every address served other bytes), naming each
+    address and what went wrong there."""
     if name not in FILES:
         raise ValueError(f"name must be one of {sorted(FILES)}, got {name!r}")
     urls, sha256 = FILES[name]
@@ -264,12 +256,10 @@ def _read_lines(path: pathlib.Path) -> list[str]:
 
 
 def multi30k(split: str, src: str = "en", tgt: str = "fr", data_dir=None) -> list[tuple[str, str]]:
-    """Multi30k task 1 sentence pairs ``(source, target)`` for one split.
-
-    ``split`` is ``"train"`` (29,000 pairs), ``"val"`` (1,014) or ``"test_2016_flickr"``
-    (1,000); ``src`` and ``tgt`` are two different languages among ``"en"``, ``"fr"``,
-    ``"de"``. Line i of one language translates line i of the other.
-    """
+    """Multi30k task 1 sentence pairs ``(source, target)`` of ``split``, ``"train"`` (29,000
+    pairs), ``"val"`` (1,014) or ``"test_2016_flickr"`` (1,000); ``src`` and ``tgt`` are two
+    different languages among ``"en"``, ``"fr"``, ``"de"``, line i of one translating line i
+    of the other."""
     check_choice("split", split, SPLITS)
     check_choice("src", src, LANGUAGES)
     check_choice("tgt", tgt, LANGUAGES)
@@ -284,66 +274,3 @@ def multi30k(split: str, src: str = "en", tgt: str = "fr", data_dir=None) -> lis
             f"{paths[1]} has {len(targets)}"
         )
     return list(zip(sources, targets, strict=True))
-
-
-def movie_reviews(data_dir=None) -> list[tuple[str, int]]:
-    """The sentence polarity data set: ``(sentence, label)`` pairs, label 1 for the 5,331
-    positive snippets, then 0 for the 5,331 negative ones, in file order.
-
-    The files are Latin-1 text, one lowercased, tokenised sentence a line. The data set has
-    no official split (its usual protocol is 10-fold cross-validation).
-    """
-    pairs = []
-    for label, name in ((1, "pos"), (0, "neg")):
-        path = fetch(f"movie-review-polarity/rt-polarity.{name}", data_dir)
-        lines = path.read_bytes().decode("latin-1").split("\n")
-        pairs += [(line.strip(), label) for line in lines if line.strip()]
-    return pairs
-
-
-def _idx(path: pathlib.Path, dims: int) -> torch.Tensor:
-    """An unsigned-byte IDX array (the MNIST format) with ``dims`` dimensions, as uint8."""
-    try:
-        with gzip.open(path, "rb") as f:
-            raw = f.read()
-    except (OSError, EOFError, zlib.error) as err:
-        raise ValueError(f"{path} is not a valid gzip file ({err}); delete it and retry") from err
-    magic = int.from_bytes(raw[:4], "big")
-    if magic != 0x0800 + dims:
-        raise ValueError(
-            f"{path}: IDX magic number {magic:#06x}, expected {0x0800 + dims:#06x} "
-            f"(unsigned bytes, {dims} dimensions)"
-        )
-    shape = [int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
-    body = raw[4 + 4 * dims:]
-    if len(body) != torch.Size(shape).numel():
-        raise ValueError(f"{path}: {len(body)} data bytes for shape {shape}")
-    return torch.frombuffer(bytearray(body), dtype=torch.uint8).reshape(shape)
-
-
-def mnist_test(data_dir=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """The 10,000 MNIST test digits: images ``(10000, 28, 28)`` uint8 (0 background, 255
-    ink) and labels ``(10000,)`` int64 in 0..9."""
-    images = _idx(fetch("mnist/t10k-images-idx3-ubyte.gz", data_dir), 3)
-    labels = _idx(fetch("mnist/t10k-labels-idx1-ubyte.gz", data_dir), 1)
-    if len(images) != len(labels):
-        raise ValueError(f"MNIST: {len(images)} images but {len(labels)} labels")
-    return images, labels.long()
-
-
-def daily_min_temperatures(data_dir=None) -> tuple[list[datetime.date], torch.Tensor]:
-    """Melbourne's daily minimum temperature (degrees Celsius), 1981-01-01 to 1990-12-31:
-    the dates and a float64 tensor of the 3,650 values, in order."""
-    path = fetch("temperatures/daily-min-temperatures.csv", data_dir)
-    lines = path.read_text(encoding="utf-8").strip().splitlines()
-    if lines[0].strip() != "Date,Temp":
-        raise ValueError(f"{path}: header {lines[0]!r}, expected 'Date,Temp'")
-    dates, values = [], []
-    for number, line in enumerate(lines[1:], start=2):
-        try:
-            day, value = line.split(",")
-            dates.append(datetime.date.fromisoformat(day.strip()))
-            values.append(float(value))
-        except ValueError as err:
-            raise ValueError(f"{path}, line {number}: {line!r} is not 'YYYY-MM-DD,value'") from err
-    return dates, torch.tensor(values, dtype=torch.float64)

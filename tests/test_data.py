@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from seqlib import data
+from seqlib.experiments import datasets
 
 SHAKESPEARE = "tinyshakespeare/input.txt"
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n"
@@ -501,13 +502,13 @@ def test_multi30k_validates_its_arguments(kwargs, expected, tmp_path):
 
 
 def test_the_three_task_loaders_read_their_formats(server, local):
-    assert data.movie_reviews() == [
+    assert datasets.movie_reviews() == [
         ("a gorgeous , witty film .", 1), ("un film très bien .", 1), ("dull and long .", 0)]
-    images, labels = data.mnist_test()
+    images, labels = datasets.mnist_test()
     assert images.dtype == torch.uint8 and images.shape == (2, 2, 3)
     assert images[1].tolist() == [[6, 7, 8], [9, 10, 11]]
     assert labels.dtype == torch.int64 and labels.tolist() == [7, 2]
-    dates, temps = data.daily_min_temperatures()
+    dates, temps = datasets.daily_min_temperatures()
     assert dates == [datetime.date(1981, 1, 1), datetime.date(1981, 1, 2)]
     assert temps.dtype == torch.float64 and temps.tolist() == [20.7, 17.9]
     assert len(server.requests) == 5
@@ -536,7 +537,7 @@ def bypass(monkeypatch, local, name: str, raw: bytes):
 def test_broken_mnist_files_are_value_errors_naming_the_file(raw, expected, local, monkeypatch):
     path = bypass(monkeypatch, local, "mnist/t10k-images-idx3-ubyte.gz", raw)
     with pytest.raises(ValueError, match=expected) as info:
-        data.mnist_test()
+        datasets.mnist_test()
     assert str(path) in str(info.value)
 
 
@@ -544,7 +545,7 @@ def test_mnist_images_and_labels_must_match(local, monkeypatch):
     bypass(monkeypatch, local, "mnist/t10k-images-idx3-ubyte.gz", idx([0] * 4, [1, 2, 2]))
     bypass(monkeypatch, local, "mnist/t10k-labels-idx1-ubyte.gz", idx([3, 4], [2]))
     with pytest.raises(ValueError, match="1 images but 2 labels"):
-        data.mnist_test()
+        datasets.mnist_test()
 
 
 @pytest.mark.parametrize(
@@ -559,7 +560,7 @@ def test_mnist_images_and_labels_must_match(local, monkeypatch):
 def test_broken_temperature_rows_are_named(csv, expected, local, monkeypatch):
     bypass(monkeypatch, local, "temperatures/daily-min-temperatures.csv", csv.encode())
     with pytest.raises(ValueError, match=expected):
-        data.daily_min_temperatures()
+        datasets.daily_min_temperatures()
 
 
 # ------------------------------------------------------------------------ the real data
@@ -602,7 +603,7 @@ def test_multi30k_real_first_training_pair():
 
 @real
 def test_movie_reviews_real():
-    pairs = data.movie_reviews()
+    pairs = datasets.movie_reviews()
     assert len(pairs) == 10_662 and sum(label for _, label in pairs) == 5_331
     assert pairs[0][0].startswith("the rock is destined to be the 21st century's new")
     assert all(sentence and "\n" not in sentence for sentence, _ in pairs)
@@ -610,7 +611,7 @@ def test_movie_reviews_real():
 
 @real
 def test_mnist_test_real():
-    images, labels = data.mnist_test()
+    images, labels = datasets.mnist_test()
     assert images.shape == (10_000, 28, 28) and int(images.max()) == 255
     assert labels[:10].tolist() == [7, 2, 1, 0, 4, 1, 4, 9, 5, 9]
     assert torch.bincount(labels).tolist() == [980, 1135, 1032, 1010, 982, 892, 958, 1028,
@@ -619,7 +620,7 @@ def test_mnist_test_real():
 
 @real
 def test_daily_min_temperatures_real():
-    dates, temps = data.daily_min_temperatures()
+    dates, temps = datasets.daily_min_temperatures()
     assert len(dates) == len(temps) == 3_650
     assert (dates[0], dates[-1]) == (datetime.date(1981, 1, 1), datetime.date(1990, 12, 31))
     assert temps[0] == 20.7 and all(b > a for a, b in zip(dates, dates[1:], strict=False))

@@ -14,11 +14,9 @@ from seqlib.embeddings import (
     cosine_similarity,
     nearest_neighbours,
     negative_sampling_loss,
-    noise_distribution,
-    sample_negatives,
     skipgram_pairs,
-    subsample,
 )
+from seqlib.experiments.word2vec import noise_distribution, sample_negatives, subsample
 
 
 def log_sigmoid(x: float) -> float:

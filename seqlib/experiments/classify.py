@@ -40,7 +40,7 @@ from seqlib.positional import PositionalEmbedding
 from seqlib.text import pad_batch, reverse_padded
 from seqlib.transformer import TransformerBlock
 
-CLASSES = ("negative", "positive")  # label 0 and 1 of seqlib.data.movie_reviews
+CLASSES = ("negative", "positive")  # label 0 and 1 of seqlib.experiments.datasets.movie_reviews
 KINDS = ("bag", "lstm", "bilstm", "bigru", "transformer")
 
 

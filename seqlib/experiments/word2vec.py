@@ -1,0 +1,60 @@
+"""Training word2vec on a corpus (pages 01 and 14; the chapter names word2vec's two
+variants, not how they are trained): the noise distribution that negative samples are drawn
+from, the draws, and the subsampling of frequent words, as Mikolov et al. (2013b) train
+skip-gram and CBOW (seqlib.embeddings).
+"""
+
+import torch
+
+from seqlib.checks import check_ids
+
+
+def _check_counts(counts) -> torch.Tensor:
+    """Return ``counts`` as a 1-D float64 tensor of non-negative numbers with a positive sum."""
+    counts = torch.as_tensor(counts, dtype=torch.float64)
+    if counts.dim() != 1 or not (counts >= 0).all() or counts.sum() <= 0:
+        raise ValueError("counts must be a 1-D tensor of non-negative counts with a positive "
+                         f"sum, got shape {tuple(counts.shape)}")
+    return counts
+
+
+def noise_distribution(counts, power: float = 0.75) -> torch.Tensor:
+    """Noise distribution P_n(w) proportional to count(w) ** power (unigram^(3/4)), shape (V,).
+
+    The power 3/4 flattens the unigram distribution: frequent words are drawn less often
+    than their share of the text, rare words more often. Words never seen get probability 0.
+    """
+    counts = _check_counts(counts)
+    if not isinstance(power, (int, float)) or isinstance(power, bool) or power < 0:
+        raise ValueError(f"power must be a number >= 0, got {power!r}")
+    weights = torch.where(counts > 0, counts**power, 0.0)
+    return (weights / weights.sum()).float()
+
+
+def sample_negatives(noise: torch.Tensor, shape, generator: torch.Generator | None = None):
+    """Draw noise word ids of the given shape, e.g. (N, K), from the distribution ``noise``."""
+    shape = torch.Size(shape)
+    if not isinstance(noise, torch.Tensor):
+        raise TypeError(f"noise must be a 1-D tensor of probabilities, got {type(noise).__name__}")
+    if noise.dim() != 1:
+        raise ValueError(f"noise must be a 1-D tensor of probabilities, got shape "
+                         f"{tuple(noise.shape)}")
+    ids = torch.multinomial(noise, shape.numel(), replacement=True, generator=generator)
+    return ids.view(shape)
+
+
+def subsample(ids: torch.Tensor, counts, threshold: float = 1e-4,
+              generator: torch.Generator | None = None) -> torch.Tensor:
+    """Drop frequent words at random: word w is kept with probability min(1, sqrt(t / f(w))).
+
+    f(w) is the relative frequency of w in ``counts`` and t the ``threshold`` (Mikolov et al.,
+    2013b). Words like "the" or "and" carry little information about their neighbours and
+    are most of the text; thinning them speeds training and widens the effective window.
+    """
+    check_ids(ids, name="ids", dim=1)
+    freq = _check_counts(counts)
+    freq = freq / freq.sum()
+    if not threshold > 0:
+        raise ValueError(f"threshold must be > 0, got {threshold!r}")
+    keep = (threshold / freq.clamp_min(1e-300)).sqrt().clamp(max=1.0)  # (V,)
+    return ids[torch.rand(len(ids), generator=generator, dtype=torch.float64) < keep[ids]]
