@@ -1,27 +1,23 @@
 """Decoding: from an encoder-decoder to output sentences (Section 7.4).
 
-The decoder gives, at each step, a distribution y_hat^<t> over the next token given the
-source and the tokens so far, and reads back the token it chose, (7.22) and (7.34).
-Translating means choosing tokens from it, one step at a time, from <start> until <stop> or
-`max_len` tokens. The chapter takes the most probable token (an argmax) and, in Section 7.5,
-names sampling and beam search without their details: those details go beyond the chapter.
+At each step the decoder gives a distribution y_hat^<t> over the next token, given the
+source and the tokens so far, and reads back the token chosen, (7.22) and (7.34), from
+<start> until <stop> or `max_len` tokens. The chapter takes the most probable token and, in
+Section 7.5, names sampling and beam search without their details, which go beyond it:
 
 - `greedy`: the most probable token at every step;
-- `sample`: a random token drawn from the distribution; the temperature that sharpens or
-  flattens it, and the restriction to the k most probable tokens (top-k) or to the
-  smallest set whose probability reaches p (top-p, nucleus sampling, Holtzman et al.,
-  2020), go beyond the chapter;
-- `beam_search`, beyond the chapter in its details: the `beam_size` most probable partial
-  sentences kept at every step.
+- `sample`: a token drawn from the distribution; the temperature that sharpens or flattens
+  it, and the restriction to the k most probable tokens (top-k) or to the smallest set
+  whose probability reaches p (top-p, nucleus sampling, Holtzman et al., 2020);
+- `beam_search`: the `beam_size` most probable partial sentences kept at every step.
 
-Any model works that follows the decoding protocol of seqlib.seq2seq:
-`start(src, src_mask) -> state`, `step(tokens (N,), state) -> (logits (N, V), state)` and
-`reorder(state, index (N',)) -> state`. Sources are padded batches, src (B, S) ids and
-src_mask (B, S) bool (True at real tokens). Every function returns, for each source, plain
-lists of token ids, without <start> and <stop>.
+The model follows the decoding protocol of seqlib.seq2seq, `start`, `step` and `reorder`;
+sources are padded batches, src (B, S) ids and src_mask (B, S) bool, True at real tokens.
+Each function returns, per source, plain lists of token ids without <start> and <stop>.
 """
 
 import contextlib
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -101,8 +97,7 @@ def filter_logits(logits: torch.Tensor, top_k: int | None = None,
 
 
 def _generate(model, src, src_mask, start_id, stop_id, max_len, choose) -> list[list[int]]:
-    """Decode a batch one token per step with `choose(logits (N, V)) -> tokens (N,)`;
-    finished sentences leave the batch (model.reorder)."""
+    """Decode a batch with `choose(logits (N, V)) -> tokens (N,)`; finished sentences leave it."""
     _check_ids(model, start_id, stop_id, max_len)
     B = len(check_source(src, src_mask))
     outputs = [[] for _ in range(B)]
@@ -128,8 +123,7 @@ def _generate(model, src, src_mask, start_id, stop_id, max_len, choose) -> list[
 
 def greedy(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: int, stop_id: int,
            max_len: int) -> list[list[int]]:
-    """The most probable token at each step, until <stop> or max_len tokens; one token list
-    per source sentence."""
+    """The most probable token at each step, until <stop> or max_len tokens, per source."""
     return _generate(model, src, src_mask, start_id, stop_id, max_len,
                      lambda logits: logits.argmax(dim=-1))
 
@@ -155,28 +149,32 @@ def sample(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: int, s
 
 
 def beam_search(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: int,
-                stop_id: int, max_len: int, beam_size: int = 4, length_penalty: float = 1.0,
-                trace: list | None = None) -> list[list[tuple[list[int], float]]]:
+                stop_id: int, max_len: int, beam_size: int = 4,
+                length_penalty: float = 1.0) -> list[list[tuple[list[int], float]]]:
     """Keep the `beam_size` most probable partial sentences of each source at every step.
 
-    At each step, every live hypothesis is extended by every token and the best 2 K
-    extensions (K = beam_size) are ranked by their log-probability: those among the best K
-    that end in <stop> are finished, and the best K others stay live. A source is done when
-    K hypotheses have finished (or after max_len steps, when its live ones join them).
-    Finished hypotheses are scored with length normalisation,
-
-        score = log P(y^<1>, ..., y^<n>) / n ** length_penalty,
-
-    n counting the tokens scored (<stop> included): length_penalty 0 gives the plain
-    log-probability (which favours short outputs), 1 the mean log-probability per token.
-    Returns, per source, up to K (tokens, score) pairs, best score first.
-
-    A list passed as `trace` receives, at each step, one list per source of every extension
-    of its live hypotheses by every token (K V of them: for small vocabularies), each a dict
-    with the "prefix" (a tuple of ids), the "token", its "log_p" (the log-probability of
-    the prefix and the token) and its "status": "live" (kept), "finished" (ended by <stop>
-    among the K best) or "dropped".
+    Each step extends every live hypothesis by every token and ranks the best 2 K extensions
+    (K = beam_size) by log-probability: those among the best K that end in <stop> are
+    finished, the best K others stay live. A source is done when K hypotheses have finished
+    (or after max_len steps, when its live ones join them). Finished hypotheses are scored
+    with length normalisation, score = log P(y^<1>, ..., y^<n>) / n ** length_penalty, n
+    counting the tokens scored (<stop> included): length_penalty 0 gives the plain
+    log-probability (which favours short outputs), 1 the mean per token. Returns, per
+    source, up to K (tokens, score) pairs, best first; `beam_steps` runs it step by step.
     """
+    search = beam_steps(model, src, src_mask, start_id=start_id, stop_id=stop_id,
+                        max_len=max_len, beam_size=beam_size, length_penalty=length_penalty)
+    while True:
+        try:
+            next(search)
+        except StopIteration as end:
+            return end.value
+
+
+def beam_steps(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: int,
+               stop_id: int, max_len: int, beam_size: int = 4, length_penalty: float = 1.0):
+    """Beam search as a generator: after each step it yields what the step decided, a
+    BeamStep, and it returns beam_search's result (StopIteration.value)."""
     _check_ids(model, start_id, stop_id, max_len)
     K = positive_int("beam_size", beam_size)
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) \
@@ -204,7 +202,7 @@ def beam_search(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: i
             rows = torch.arange(B * K, device=device).view(B, K)  # (B, K): by default, stay
             tokens = tokens.view(B, K).clone()  # (B, K)
             new_prefixes = [[[] for _ in range(K)] for _ in range(B)]
-            steps = [[] for _ in range(B)]
+            statuses = [None] * B  # None: the source was done before this step
             for b in range(B):
                 if done[b]:
                     continue
@@ -223,11 +221,9 @@ def beam_search(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: i
                     new_prefixes[b][live] = prefixes[b][k] + [y]
                     status[k, y] = "live"
                     live += 1
-                if trace is not None:
-                    steps[b] = _extensions(total[b].view(K, V), prefixes[b], status)
+                statuses[b] = status
                 done[b] = len(finished[b]) >= K or live == 0
-            if trace is not None:
-                trace.append(steps)
+            yield BeamStep(total.view(B, K, V), prefixes, statuses)
             if all(done):
                 break
             prefixes, tokens = new_prefixes, tokens.view(B * K)  # (B K,)
@@ -241,49 +237,12 @@ def beam_search(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: i
     return [sorted(f, key=lambda pair: -pair[1])[:K] for f in finished]
 
 
-def _extensions(total: torch.Tensor, prefixes: list, status: dict) -> list[dict]:
-    """Every extension of the live hypotheses (rows of `total` (K, V) above -inf) by every
-    token, with its log-probability and what the beam did with it."""
-    return [{"prefix": tuple(prefixes[k]), "token": y, "log_p": s,
-             "status": status.get((k, y), "dropped")}
-            for k, row in enumerate(total.tolist()) if max(row) > NEG_INF
-            for y, s in enumerate(row) if s > NEG_INF]
+class BeamStep(NamedTuple):
+    """One step of beam search: `total` (B, K, V), the log-probability of every hypothesis k
+    extended by every token (-inf where slot k holds no live hypothesis); `prefixes`, the
+    tokens of each source's K hypotheses before the step; `status`, per source, "live" or
+    "finished" for each extension (k, token) kept (None for a source done before the step)."""
 
-
-class TableDecoder:
-    """A decoder written as a table, for worked examples of decoding: `table` maps a prefix
-    (a tuple of token ids, <start> left out) to the probabilities of the next token, a
-    sequence of `vocab_size` numbers summing to 1; after a prefix the table lacks, <stop>
-    comes with probability 1. It follows the decoding protocol; the source only sets the
-    batch size."""
-
-    def __init__(self, table: dict, vocab_size: int, stop_id: int):
-        self.tgt_vocab_size = positive_int("vocab_size", vocab_size)
-        self.stop_id = stop_id
-        self.table = {}
-        for prefix, probs in table.items():
-            p = torch.as_tensor(probs, dtype=torch.float64)
-            if not isinstance(prefix, tuple) or p.shape != (vocab_size,) or (p < 0).any() \
-                    or abs(float(p.sum()) - 1) > 1e-9:
-                raise ValueError(f"table[{prefix!r}] must be {vocab_size} probabilities summing "
-                                 f"to 1 after a tuple prefix, got {probs!r}")
-            self.table[prefix] = p
-
-    def probabilities(self, prefix: tuple) -> torch.Tensor:
-        """P(next token | prefix), (V,)."""
-        if prefix in self.table:
-            return self.table[prefix]
-        return torch.nn.functional.one_hot(torch.tensor(self.stop_id),
-                                           self.tgt_vocab_size).double()
-
-    def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> list:
-        return [None] * len(check_source(src, src_mask))  # None: <start> not yet read
-
-    def step(self, tokens: torch.Tensor, state: list):
-        prefixes = [() if p is None else p + (y,) for p, y in zip(state, tokens.tolist(),
-                                                                    strict=True)]
-        return torch.stack([self.probabilities(p) for p in prefixes]).log(), prefixes
-
-    @staticmethod
-    def reorder(state: list, index: torch.Tensor) -> list:
-        return [state[i] for i in index.tolist()]
+    total: torch.Tensor
+    prefixes: list
+    status: list

@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from seqlib.decoding import TableDecoder, beam_search, filter_logits, greedy, sample
+from seqlib.decoding import beam_search, beam_steps, filter_logits, greedy, sample
+from seqlib.diagrams.beam import TableDecoder, beam_trace
 from seqlib.seq2seq import AttentionSeq2Seq, Seq2Seq
 from seqlib.text import pad_batch
 
@@ -309,9 +310,10 @@ def test_a_beam_of_two_misses_the_most_probable_sentence_and_a_beam_of_three_fin
 
 def test_the_trace_records_every_extension_and_what_the_beam_did_with_it():
     src, mask = torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1, dtype=torch.bool)
-    trace = []
-    beam_search(MISSED, src, mask, start_id=GO, stop_id=END, max_len=4, beam_size=2,
-                length_penalty=0, trace=trace)
+    result, trace = beam_trace(MISSED, src, mask, start_id=GO, stop_id=END, max_len=4,
+                               beam_size=2, length_penalty=0)
+    assert result == beam_search(MISSED, src, mask, start_id=GO, stop_id=END, max_len=4,
+                                 beam_size=2, length_penalty=0)
     first = {(e["prefix"], e["token"]): (round(math.exp(e["log_p"]), 6), e["status"])
              for e in trace[0][0]}
     assert first == {((), X): (0.4, "live"), ((), Y): (0.35, "live"), ((), Z): (0.25, "dropped")}
@@ -319,6 +321,31 @@ def test_the_trace_records_every_extension_and_what_the_beam_did_with_it():
     assert len(second) == 6 and second[(X,), Y] == "live" and second[(Y,), X] == "live"
     assert second[(X,), END] == "dropped"  # third best: not among the two that count
     assert [e["status"] for e in trace[2][0]] == ["finished", "finished"]
+
+
+def test_the_steps_of_several_sources_leave_out_a_source_once_it_is_done():
+    # source 0 ends at once (<stop> is certain after <start>); source 1 runs three steps
+    quick = TableDecoder({(): [0, 1, 0, 0, 0]}, vocab_size=5, stop_id=END)
+    both = TableDecoder({(): [0, 0, 0.4, 0.35, 0.25], (X,): [0, 0.3, 0, 0.4, 0.3]},
+                        vocab_size=5, stop_id=END)
+    two = torch.zeros(2, 1, dtype=torch.long), torch.ones(2, 1, dtype=torch.bool)
+
+    class Pair(TableDecoder):  # source 0 reads the quick table, source 1 the other
+        def step(self, tokens, state):
+            logits, state = both.step(tokens, state)
+            first = quick.step(tokens, state)[0]
+            rows = torch.arange(len(tokens)) < len(tokens) // 2
+            return torch.where(rows[:, None], first, logits), state
+
+    ids = dict(start_id=GO, stop_id=END, max_len=4, beam_size=2, length_penalty=0)
+    model = Pair({}, vocab_size=5, stop_id=END)
+    steps = list(beam_steps(model, *two, **ids))
+    assert [step.status[0] is None for step in steps] == [False, True, True]
+    assert steps[0].status[0] == {(0, END): "finished"}
+    assert steps[0].total.shape == (2, 2, 5) and steps[0].prefixes[1] == [[], []]
+    result, trace = beam_trace(model, *two, **ids)
+    assert result == beam_search(model, *two, **ids)
+    assert [len(step[0]) for step in trace] == [1, 0, 0] and all(trace[t][1] for t in range(3))
 
 
 def test_a_table_must_hold_probabilities():

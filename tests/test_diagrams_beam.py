@@ -8,9 +8,8 @@ import torch
 from matplotlib.patches import FancyBboxPatch
 from test_decoding import END, GO, MISSED
 
-from seqlib.decoding import beam_search
 from seqlib.diagrams import COLOURS
-from seqlib.diagrams.beam import draw_beam_search
+from seqlib.diagrams.beam import beam_trace, draw_beam_search
 
 WORDS = ["<start>", "<stop>", "x", "y", "z"]
 
@@ -23,10 +22,9 @@ def close_figures():
 
 @pytest.mark.parametrize("beam_size", [1, 2, 3])
 def test_one_box_per_extension_coloured_by_status(beam_size):
-    trace = []
     src, mask = torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1, dtype=torch.bool)
-    beam_search(MISSED, src, mask, start_id=GO, stop_id=END, max_len=4, beam_size=beam_size,
-                length_penalty=0, trace=trace)
+    _, trace = beam_trace(MISSED, src, mask, start_id=GO, stop_id=END, max_len=4,
+                          beam_size=beam_size, length_penalty=0)
     steps = [step[0] for step in trace]
     fig = draw_beam_search(steps, WORDS)
     boxes = [p for p in fig.axes[0].patches if isinstance(p, FancyBboxPatch)]

@@ -12,7 +12,8 @@ score score_i + log_p[i, y]; the extensions are ranked all together. live: the K
 extensions that do not end in <stop> (and have a finite score), each (prefix + (y,),
 score), best first; finished: the extensions by <stop> that rank among the K best of all
 the extensions, each (prefix, score) with the prefix as it was (no <stop>), best first.
-The reference is the trace of seqlib.decoding.beam_search, step by step, on random tables.
+The reference is seqlib.decoding.beam_search, step by step (seqlib.diagrams.beam.beam_trace),
+on random tables.
 
 `check_fit_temperature(attempt)` checks temperature scaling,
 
@@ -28,7 +29,7 @@ import numbers
 
 import torch
 
-from seqlib.decoding import TableDecoder, beam_search
+from seqlib.diagrams.beam import TableDecoder, beam_trace
 from seqlib.exercises import ExerciseError, expect, passed
 
 STOP = 1  # the tables' ids: 0 <start> (never written), 1 <stop>, 2... words
@@ -58,9 +59,8 @@ def _cases():
     src, src_mask = torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1, dtype=torch.bool)
     for V, depth, K in [(5, 2, 2), (5, 2, 3), (6, 3, 2), (4, 2, 1), (6, 2, 4)]:
         decoder = TableDecoder(_random_table(gen, V, depth), vocab_size=V, stop_id=STOP)
-        trace = []
-        beam_search(decoder, src, src_mask, start_id=0, stop_id=STOP, max_len=depth + 2,
-                    beam_size=K, length_penalty=0, trace=trace)
+        _, trace = beam_trace(decoder, src, src_mask, start_id=0, stop_id=STOP,
+                              max_len=depth + 2, beam_size=K, length_penalty=0)
         hypotheses, steps = [((), 0.0)], []
         for step in trace:
             extensions = step[0]  # the one source's extensions at this step
