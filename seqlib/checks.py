@@ -30,11 +30,8 @@ def check_choice(name: str, value, allowed: tuple) -> None:
 
 def check_ids(ids, *, name: str = "ids", dim: int | None = None,
               vocab_size: int | None = None, nonempty: bool = False) -> torch.Tensor:
-    """Return `ids` if it is an integer tensor of token ids, else raise a clear error.
-
-    Optionally checks the number of dimensions, that it is not empty, and that every id
-    lies in [0, vocab_size): the one check of token ids shared by every model of the book.
-    """
+    """Return `ids` if it is an integer tensor of token ids (of `dim` dimensions, not empty,
+    every id in [0, vocab_size), when asked), else raise a clear error."""
     if not isinstance(ids, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(ids).__name__}")
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
@@ -51,9 +48,8 @@ def check_ids(ids, *, name: str = "ids", dim: int | None = None,
 
 
 def check_source(src, src_mask, vocab_size: int | None = None) -> torch.Tensor:
-    """Check a padded source batch, src (B, S) ids and src_mask (B, S) bool, True at real
-    tokens, padding at the end only, at least one real token per sentence. Returns the
-    lengths (B,)."""
+    """Check a padded source batch, src (B, S) ids and src_mask (B, S) bool, True at real tokens,
+    padding at the end only, at least one real token per sentence; return the lengths (B,)."""
     check_ids(src, name="src", dim=2, vocab_size=vocab_size)
     if not isinstance(src_mask, torch.Tensor) or src_mask.dtype != torch.bool:
         got = src_mask.dtype if isinstance(src_mask, torch.Tensor) else type(src_mask).__name__
@@ -72,6 +68,14 @@ def check_source(src, src_mask, vocab_size: int | None = None) -> torch.Tensor:
         raise ValueError("src_mask must be True on a prefix of each row (padding at the end "
                          "only), as seqlib.text.pad_batch returns")
     return lengths
+
+
+def check_tgt_in(tgt_in, src: torch.Tensor, vocab_size: int) -> None:
+    """Raise a clear error unless `tgt_in` (B, T) holds target ids, a row per src row, T >= 1."""
+    check_ids(tgt_in, name="tgt_in", dim=2, vocab_size=vocab_size)
+    if tgt_in.shape[0] != src.shape[0] or tgt_in.shape[1] == 0:
+        raise ValueError(f"tgt_in has shape {tuple(tgt_in.shape)}, expected "
+                         f"({src.shape[0]}, T >= 1) for a source batch of {src.shape[0]}")
 
 
 def check_sequence(x: torch.Tensor, input_size: int, name: str = "x") -> None:

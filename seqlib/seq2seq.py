@@ -1,30 +1,28 @@
 """Encoder-decoder models of Section 7.4: Fig. 7.9 (a) and (b), and with attention, Fig. 7.10.
 
-An encoder reads the source sentence x^<1>, ..., x^<T_in> and a decoder writes the target
-y^<1>, ..., y^<T_out>, one token at a time, each step reading the previous token (<start>
-first). During training the decoder reads the true previous token y^<t-1> in place of its
-own prediction y_hat^<t-1> (teacher forcing); when translating, it reads its prediction.
+An encoder reads the source x^<1>, ..., x^<T_in>; a decoder writes the target y^<1>, ...,
+y^<T_out> one token at a time, each step reading the previous token (<start> first): the
+true y^<t-1> in training (teacher forcing), its own prediction y_hat^<t-1> when translating.
 
 - Fig. 7.9 (a): the code z, the encoder's last state, is the decoder's initial state.
 - Fig. 7.9 (b): z is also fed to every decoder step (concatenated to its input) and to the
   output layer (Cho et al., 2014). Sutskever et al. (2014) also reverse the source.
-- Fig. 7.10, (7.22): a bidirectional encoder gives v^<tau> = [h_f^<tau>; h_r^<tau>] at
-  every source position; at step t the decoder attends to them, (7.20)-(7.21), with the
-  query z_q^<t> = s^<t-1> and keys and values v^<tau> (Bahdanau et al., 2015), and
+- Fig. 7.10, (7.22): a bidirectional encoder gives v^<tau> = [h_f^<tau>; h_r^<tau>]; at
+  step t the decoder attends to them, (7.20)-(7.21), with the query z_q^<t> = s^<t-1> and
+  keys and values v^<tau> (Bahdanau et al., 2015), and
       s^<t> = f_decoder(s^<t-1>, y_hat^<t-1>, u^<t>),   y_hat^<t> = f_decoder-out(s^<t>).
   With `deep_output=True` the output layer reads [s^<t>; u^<t>; embedded y^<t-1>] instead
   (Bahdanau et al.'s deep output).
 
-Ids are (batch, time) tensors, logits (batch, time, vocabulary); in shape comments S = T_in
-and T = T_out. Batches are padded at the end with <empty> (id 0) and come with a mask, True
-at real tokens (seqlib.text.pad_batch). Padding never changes a result: the encoder holds
-its state at padded steps, so the code is the state after the last real token; attention
-gives padded keys weight 0; and the loss ignores padded target positions (the chapter's
-footnote 9).
+Ids are (batch, time), logits (batch, time, vocabulary); in shape comments S = T_in and
+T = T_out. Batches are padded at the end with <empty> (id 0), with a mask True at real
+tokens (seqlib.text.pad_batch), and padding never changes a result: the encoder holds its
+state at padded steps (the code is the state after the last real token), attention gives
+padded keys weight 0, and the loss ignores padded targets (`masked_cross_entropy`).
 
-Both models share one decoding protocol, used by seqlib.decoding: `start(src, src_mask)`
--> state, `step(tokens (N,), state)` -> (logits (N, V), state), `reorder(state, index)`
--> state with the batch entries `index` (to repeat and select hypotheses of a beam).
+The decoding protocol of both models, used by seqlib.decoding: `start(src, src_mask)` ->
+state, `step(tokens (N,), state)` -> (logits (N, V), state), `reorder(state, index)` -> the
+state of batch entries `index` (to repeat and select the hypotheses of a beam).
 """
 
 import torch
@@ -32,7 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib.attention import SCORES, Attention
-from seqlib.checks import check_ids, check_source, positive_int
+from seqlib.checks import check_ids, check_source, check_tgt_in, positive_int
 from seqlib.gated import make_unit
 from seqlib.text import reverse_padded
 
@@ -49,9 +47,10 @@ def unfreeze(module: nn.Module) -> nn.Module:
 
 def masked_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, pad_id: int = 0,
                          label_smoothing: float = 0.0):
-    """Cross-entropy averaged over the real target tokens: positions where targets == pad_id
-    are left out, as the chapter's footnote says the loss ignores padding.
-    logits (B, T, V), targets (B, T).
+    """Cross-entropy averaged over all real target tokens of the batch, positions where
+    targets == pad_id left out (the chapter's footnote 9 charges no loss where prediction
+    and target are both <empty>; here none wherever the target is). logits (B, T, V),
+    targets (B, T).
 
     With label smoothing epsilon (beyond the chapter; Szegedy et al. 2016, used by Vaswani et
     al. 2017 with epsilon = 0.1), the target of each token is not the one-hot vector of the
@@ -117,9 +116,8 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """The decoder of Fig. 7.9: embedding, recurrent unit, output layer. With `code_size`
-    (Fig. 7.9 (b)) the code z (B, code_size) joins the input of every step and the output
-    layer. forward(tgt_in (B, T), state, z=None) -> logits (B, T, V), state."""
+    """The decoder of Fig. 7.9: embedding, recurrent unit, output layer; with `code_size`
+    (Fig. 7.9 (b)), the code z (B, code_size) joins every step's input and the output layer."""
 
     def __init__(self, vocab_size: int, embed_size: int, hidden_size: int, *, unit: str = "gru",
                  num_layers: int = 1, code_size: int = 0, pad_id: int = 0):
@@ -141,10 +139,15 @@ class Decoder(nn.Module):
             s = torch.cat([s, z], dim=-1)  # (B, T, 2 m)
         return self.output(s), state  # (B, T, V)
 
+    def step(self, tokens: torch.Tensor, state: dict):
+        """One decoding step, state {"hidden", "code"}: tokens (N,) -> logits (N, V), state."""
+        check_ids(tokens, name="tokens", dim=1, vocab_size=self.vocab_size)
+        logits, hidden = self(tokens[:, None], state["hidden"], state["code"])
+        return logits[:, 0], {**state, "hidden": hidden}  # (N, V)
+
 
 class Seq2Seq(nn.Module):
-    """Encoder-decoder of Fig. 7.9, with a unit "rnn", "lstm" or "gru" on both sides.
-
+    """Encoder-decoder of Fig. 7.9, with a unit "rnn", "lstm" or "gru" on both sides:
     `feed_code=False` is Fig. 7.9 (a), True is (b); `reverse_source=True` reads each source
     sentence backwards (its padding stays at the end). `forward(src (B, S), src_mask (B, S),
     tgt_in (B, T))` returns the teacher-forced logits (B, T, V); tgt_in starts with <start>.
@@ -169,43 +172,86 @@ class Seq2Seq(nn.Module):
         return self.encoder(src, src_mask)[1]
 
     def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
-        """Decoding state: z as the decoder's initial state, and z of the top layer (B, m)
-        for Fig. 7.9 (b)."""
+        """Decoding state: z as the initial state, and its top layer (B, m) for Fig. 7.9 (b)."""
         z = self.encode(src, src_mask)
         return {"hidden": z, "code": z[0][-1] if self.feed_code else None}
 
     def step(self, tokens: torch.Tensor, state: dict):
         """One decoder step: the previous tokens (N,) -> logits (N, V) of the next, state."""
-        check_ids(tokens, name="tokens", dim=1, vocab_size=self.tgt_vocab_size)
-        logits, hidden = self.decoder(tokens[:, None], state["hidden"], state["code"])
-        return logits[:, 0], {**state, "hidden": hidden}  # (N, V)
+        return self.decoder.step(tokens, state)
 
     reorder = staticmethod(reorder_state)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor):
         """Teacher forcing: logits (B, T, V) of y^<t> given the source and tgt_in[:, :t+1]."""
-        check_ids(tgt_in, name="tgt_in", dim=2, vocab_size=self.tgt_vocab_size)
-        if tgt_in.shape[0] != src.shape[0] or tgt_in.shape[1] == 0:
-            raise ValueError(f"tgt_in has shape {tuple(tgt_in.shape)}, expected "
-                             f"({src.shape[0]}, T >= 1) for a source batch of {src.shape[0]}")
+        check_tgt_in(tgt_in, src, self.tgt_vocab_size)
         state = self.start(src, src_mask)
         return self.decoder(tgt_in, state["hidden"], state["code"])[0]
 
 
-class AttentionSeq2Seq(nn.Module):
-    """Encoder-decoder with attention, Fig. 7.10 and (7.22) (Bahdanau et al., 2015).
-
-    Encoder: bidirectional unit of `encoder_size` per direction (default hidden_size);
-    v^<tau> = [h_f^<tau>; h_r^<tau>] (B, T_in, 2 encoder_size). Decoder step t, with
-    e^<t-1> the embedded previous token y^<t-1> (teacher forcing) or y_hat^<t-1>:
+class AttentionDecoder(nn.Module):
+    """The decoder of Fig. 7.10, (7.22), over keys and values v^<tau> of size `key_size`, with
+    e^<t-1> the embedded previous token, y^<t-1> (teacher forcing) or y_hat^<t-1>:
         u^<t>, alpha^<t> = Attention(z_q = s^<t-1>, z_k = v, values v)   (7.20)-(7.21)
         s^<t> = unit(s^<t-1>, [e^<t-1>; u^<t>])                          f_decoder, (7.22)
         logits^<t> = W_o s^<t> + b_o                                     f_decoder-out
-    or, with `deep_output=True`, logits^<t> = W_o [s^<t>; u^<t>; e^<t-1>] + b_o; y_hat^<t>
-    is the softmax of the logits. The chapter leaves s^<0> open: here s^<0> = tanh(W_init
-    h_r^<1> + b_init), from the reverse state that read the whole sentence (and c^<0> = 0
-    for the LSTM). `forward(src, src_mask, tgt_in, return_attention=False)` returns logits
-    (B, T_out, V), and the weights (B, T_out, T_in) if asked.
+    or, with `deep_output=True`, logits^<t> = W_o [s^<t>; u^<t>; e^<t-1>] + b_o. `initial_size`
+    adds the layer (W_init, b_init) of an initial state s^<0>. A state is a dict: "hidden",
+    "keys" v (B, T_in, key_size), "projected" (`Attention.project_keys(v)`), "mask" (B, T_in)
+    or None, and "weights", the last step's alpha^<t> (None before the first)."""
+
+    def __init__(self, vocab_size: int, embed_size: int, hidden_size: int, key_size: int, *,
+                 unit: str = "gru", score: str = "additive", attention_size: int | None = None,
+                 deep_output: bool = False, initial_size: int | None = None, pad_id: int = 0):
+        super().__init__()
+        self.vocab_size, self.deep_output = positive_int("vocab_size", vocab_size), deep_output
+        self.embedding = nn.Embedding(vocab_size, embed_size, padding_idx=pad_id)
+        if initial_size is not None:
+            self.initial = nn.Linear(initial_size, hidden_size)  # W_init, b_init
+        self.attention = Attention(hidden_size, key_size, score, attention_size)
+        self.recurrent = make_unit(unit, embed_size + key_size, hidden_size)
+        reads = hidden_size + (key_size + embed_size if deep_output else 0)  # s, or [s; u; e]
+        self.output = nn.Linear(reads, vocab_size)
+
+    def recur(self, tokens: torch.Tensor, state: dict):
+        """One decoder step (7.22) up to its output layer: the previous tokens (N,) ->
+        what the output layer reads, s^<t> (N, m) (or [s^<t>; u^<t>; e^<t-1>] with a deep
+        output), and the state (whose "weights" (N, T_in) are this step's alpha^<t>)."""
+        check_ids(tokens, name="tokens", dim=1, vocab_size=self.vocab_size)
+        v = state["keys"]
+        e = self.embedding(tokens)  # (N, E): the previous token y^<t-1>
+        s_prev = state["hidden"][0][-1]  # (N, m): the query z_q^<t> = s^<t-1>
+        u, alpha = self.attention(s_prev[:, None], v, v, mask=state["mask"],
+                                  projected=state["projected"])  # (N, 1, 2n)
+        u, alpha = u[:, 0], alpha[:, 0]  # u^<t> (N, 2 n), alpha^<t> (N, T_in)
+        s, hidden = self.recurrent.recur(torch.cat([e, u], -1)[:, None], state["hidden"])
+        s = s[:, 0]  # (N, m): s^<t> = f_decoder(s^<t-1>, y^<t-1>, u^<t>)
+        read = torch.cat([s, u, e], dim=-1) if self.deep_output else s
+        return read, {**state, "hidden": hidden, "weights": alpha}
+
+    def step(self, tokens: torch.Tensor, state: dict):
+        """One decoder step (7.22): the previous tokens (N,) -> logits (N, V) of the next,
+        and the state of `recur`."""
+        read, state = self.recur(tokens, state)
+        return self.output(read), state  # (N, V)
+
+    def forward(self, tgt_in: torch.Tensor, state: dict):
+        """Teacher forcing from `state`: logits (B, T_out, V) and weights (B, T_out, T_in)."""
+        reads, weights = [], []
+        for y_prev in tgt_in.unbind(1):  # the query z_q^<t> = s^<t-1>: one step at a time,
+            read, state = self.recur(y_prev, state)  # reading y^<t-1> for y_hat^<t-1>
+            reads.append(read)
+            weights.append(state["weights"])
+        logits = self.output(torch.stack(reads, dim=1))  # all steps at once: (B, T_out, V)
+        return logits, torch.stack(weights, dim=1)
+
+
+class AttentionSeq2Seq(nn.Module):
+    """Encoder-decoder with attention, Fig. 7.10 and (7.22) (Bahdanau et al., 2015): a
+    bidirectional encoder of `encoder_size` per direction (default hidden_size) gives the keys
+    and values v (B, T_in, 2 encoder_size) of an AttentionDecoder. The chapter leaves s^<0>
+    open: here s^<0> = tanh(W_init h_r^<1> + b_init), from the reverse state that read the whole
+    sentence (and c^<0> = 0 for the LSTM).
     """
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, embed_size: int,
@@ -226,18 +272,13 @@ class AttentionSeq2Seq(nn.Module):
         self.deep_output = deep_output
         self.encoder = Encoder(src_vocab_size, embed_size, n, unit=unit, bidirectional=True,
                                pad_id=pad_id)
-        self.decoder = nn.Module()  # a plain container, so freeze(model.decoder) works
-        self.decoder.embedding = nn.Embedding(tgt_vocab_size, embed_size, padding_idx=pad_id)
-        self.decoder.initial = nn.Linear(n, hidden_size)  # s^<0> from h_r^<1>
-        self.decoder.attention = Attention(hidden_size, 2 * n, score, attention_size)
-        self.decoder.recurrent = make_unit(unit, embed_size + 2 * n, hidden_size)
-        reads = hidden_size + (2 * n + embed_size if deep_output else 0)  # s, or [s; u; e]
-        self.decoder.output = nn.Linear(reads, tgt_vocab_size)
+        self.decoder = AttentionDecoder(tgt_vocab_size, embed_size, hidden_size, 2 * n,
+                                        unit=unit, score=score, attention_size=attention_size,
+                                        deep_output=deep_output, initial_size=n, pad_id=pad_id)
 
     def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
-        """Decoding state: s^<0>, the keys/values v (B, T_in, 2 n), their projection for the
-        score (`Attention.project_keys`), the source mask, and the attention weights of the
-        last step (None before the first)."""
+        """Decoding state (AttentionDecoder's): s^<0>, the keys and values v (B, T_in, 2 n),
+        their projection, the source mask, and no attention weights yet."""
         v, _ = self.encoder(src, src_mask)  # (B, T_in, 2 n)
         h_r1 = v[:, 0, self.encoder_size:]  # (B, n): h_r^<1>, the reverse state at tau = 1
         s0 = torch.tanh(self.decoder.initial(h_r1))[None]  # (1, B, m)
@@ -246,41 +287,15 @@ class AttentionSeq2Seq(nn.Module):
         return {"hidden": hidden, "keys": v, "projected": self.decoder.attention.project_keys(v),
                 "mask": src_mask, "weights": None}
 
-    def recur(self, tokens: torch.Tensor, state: dict):
-        """One decoder step (7.22) up to its output layer: the previous tokens (N,) ->
-        what the output layer reads, s^<t> (N, m) (or [s^<t>; u^<t>; e^<t-1>] with a deep
-        output), and the state (whose "weights" (N, T_in) are this step's alpha^<t>)."""
-        check_ids(tokens, name="tokens", dim=1, vocab_size=self.tgt_vocab_size)
-        dec, v = self.decoder, state["keys"]
-        e = dec.embedding(tokens)  # (N, E): the previous token y^<t-1>
-        s_prev = state["hidden"][0][-1]  # (N, m): the query z_q^<t> = s^<t-1>
-        u, alpha = dec.attention(s_prev[:, None], v, v, mask=state["mask"],
-                                 projected=state["projected"])  # (N, 1, 2n)
-        u, alpha = u[:, 0], alpha[:, 0]  # u^<t> (N, 2 n), alpha^<t> (N, T_in)
-        s, hidden = dec.recurrent.recur(torch.cat([e, u], -1)[:, None], state["hidden"])
-        s = s[:, 0]  # (N, m): s^<t> = f_decoder(s^<t-1>, y^<t-1>, u^<t>)
-        read = torch.cat([s, u, e], dim=-1) if self.deep_output else s
-        return read, {**state, "hidden": hidden, "weights": alpha}
-
     def step(self, tokens: torch.Tensor, state: dict):
-        """One decoder step (7.22): the previous tokens (N,) -> logits (N, V) of the next,
-        and the state of `recur`."""
-        read, state = self.recur(tokens, state)
-        return self.decoder.output(read), state  # (N, V)
+        """One decoder step (7.22): the previous tokens (N,) -> logits (N, V), the state."""
+        return self.decoder.step(tokens, state)
 
     reorder = staticmethod(reorder_state)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
                 return_attention: bool = False):
         """Teacher forcing: logits (B, T_out, V), and weights (B, T_out, T_in) if asked."""
-        check_ids(tgt_in, name="tgt_in", dim=2, vocab_size=self.tgt_vocab_size)
-        if tgt_in.shape[0] != src.shape[0] or tgt_in.shape[1] == 0:
-            raise ValueError(f"tgt_in has shape {tuple(tgt_in.shape)}, expected "
-                             f"({src.shape[0]}, T >= 1) for a source batch of {src.shape[0]}")
-        state, reads, weights = self.start(src, src_mask), [], []
-        for y_prev in tgt_in.unbind(1):  # the query z_q^<t> = s^<t-1>: one step at a time,
-            read, state = self.recur(y_prev, state)  # reading y^<t-1> for y_hat^<t-1>
-            reads.append(read)
-            weights.append(state["weights"])
-        logits = self.decoder.output(torch.stack(reads, dim=1))  # all steps at once: (B, T_out, V)
-        return (logits, torch.stack(weights, dim=1)) if return_attention else logits
+        check_tgt_in(tgt_in, src, self.tgt_vocab_size)
+        logits, weights = self.decoder(tgt_in, self.start(src, src_mask))
+        return (logits, weights) if return_attention else logits

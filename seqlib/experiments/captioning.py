@@ -11,10 +11,11 @@ per location tau = 1, ..., T_in = h w (row by row). Two decoders read them:
   seqlib.seq2seq.Decoder, as in Seq2Seq.
 - `ShowAttendTell` (Xu et al., 2015): the same initial state from the mean annotation
   vector z = mean_tau v^<tau>, and every step attends to the grid with the query
-  z_q^<t> = s^<t-1> and the keys and values v^<tau>, (7.20)-(7.22): the decoder step of
-  seqlib.seq2seq.AttentionSeq2Seq, unchanged. A learned vector per location (beyond the
-  chapter) is added to v^<tau>: a convolution responds to a pattern wherever it lies, and
-  the decoder needs to know where a feature is to read the digits left to right.
+  z_q^<t> = s^<t-1> and the keys and values v^<tau>, (7.20)-(7.22): the decoder of
+  AttentionSeq2Seq, seqlib.seq2seq.AttentionDecoder, unchanged. A learned vector per
+  location (beyond the chapter) is added to v^<tau>: a convolution responds to a pattern
+  wherever it lies, and the decoder needs to know where a feature is to read the digits
+  left to right.
 
 Both follow the decoding protocol of seqlib.seq2seq, so seqlib.decoding's greedy and beam
 search run them. The protocol's source is a padded batch of ids: a strip enters it as its
@@ -26,13 +27,11 @@ from functools import partial
 import torch
 from torch import nn
 
-from seqlib.attention import Attention
-from seqlib.checks import check_ids, positive_int
+from seqlib.checks import check_ids, check_tgt_in, positive_int
 from seqlib.decoding import beam_search, greedy
 from seqlib.experiments import runs
 from seqlib.experiments.digits import HEIGHT, MAX_DIGITS, WIDTH, check_strips, compose, vocab
-from seqlib.gated import make_unit
-from seqlib.seq2seq import AttentionSeq2Seq, Decoder, Seq2Seq, reorder_state, teacher_forced_loss
+from seqlib.seq2seq import AttentionDecoder, Decoder, reorder_state, teacher_forced_loss
 from seqlib.text import pad_batch
 from seqlib.utils import seed_everything
 
@@ -117,7 +116,7 @@ class Captioner(nn.Module):
 class ShowAndTell(Captioner):
     """Fig. 7.9 (a) for images: the code z (the grid averaged over its rows, (B, w d), left
     to right) sets the LSTM decoder's initial state (`initial_state`); then the decoder of
-    seqlib.seq2seq.Seq2Seq. `step` and `forward` (teacher forcing) are Seq2Seq's."""
+    Fig. 7.9, seqlib.seq2seq.Decoder, as Seq2Seq's."""
 
     def __init__(self, embed_size: int = 32, hidden_size: int = 128,
                  channels: tuple = (16, 32, 64)):
@@ -130,16 +129,22 @@ class ShowAndTell(Captioner):
         z = self.grid(src, src_mask).mean(1).flatten(1)  # (B, w, d) -> (B, w d)
         return {"hidden": self.initial_state(z), "code": None}
 
-    step = Seq2Seq.step
-    forward = Seq2Seq.forward
+    def step(self, tokens: torch.Tensor, state: dict):
+        return self.decoder.step(tokens, state)
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor):
+        """Teacher forcing: logits (B, T, V) of y^<t> given the strips and tgt_in[:, :t+1]."""
+        check_tgt_in(tgt_in, src, self.tgt_vocab_size)
+        return self.decoder(tgt_in, self.start(src, src_mask)["hidden"])[0]
 
 
 class ShowAttendTell(Captioner):
     """Attention over the grid, (7.20)-(7.22) (Xu et al., 2015): the annotation vectors
     v^<tau> (B, h w, d) are the grid's vectors plus a learned vector per location; the
-    initial state comes from their mean (`initial_state`). `step` and `forward` (with
-    `return_attention`: the weights alpha^<t> (B, T_out, h w)) are AttentionSeq2Seq's; with
-    `deep_output`, the output layer reads [s^<t>; u^<t>; e^<t-1>] (Xu et al.'s too)."""
+    initial state comes from their mean (`initial_state`). The decoder is
+    seqlib.seq2seq.AttentionDecoder, as AttentionSeq2Seq's; with `deep_output`, its output
+    layer reads [s^<t>; u^<t>; e^<t-1>] (Xu et al.'s too). `forward` with
+    `return_attention` also returns the weights alpha^<t> (B, T_out, h w)."""
 
     def __init__(self, embed_size: int = 32, hidden_size: int = 128,
                  channels: tuple = (16, 32, 64), attention_size: int = 64,
@@ -149,11 +154,9 @@ class ShowAttendTell(Captioner):
         m, V = hidden_size, self.tgt_vocab_size
         self.deep_output = bool(deep_output)
         self.positions = nn.Parameter(torch.zeros(h * w, d))  # one vector per location
-        self.decoder = nn.Module()  # the parts AttentionSeq2Seq.step reads
-        self.decoder.embedding = nn.Embedding(V, embed_size, padding_idx=0)
-        self.decoder.attention = Attention(m, d, "additive", attention_size)
-        self.decoder.recurrent = make_unit("lstm", embed_size + d, m)
-        self.decoder.output = nn.Linear(m + (d + embed_size if deep_output else 0), V)
+        self.decoder = AttentionDecoder(V, embed_size, m, d, unit="lstm", score="additive",
+                                        attention_size=attention_size,
+                                        deep_output=self.deep_output)
 
     def annotations(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         """The annotation vectors v^<tau> (B, h w, d), row by row of the grid."""
@@ -167,8 +170,15 @@ class ShowAttendTell(Captioner):
                 "projected": self.decoder.attention.project_keys(v), "mask": None,
                 "weights": None}
 
-    recur, step = AttentionSeq2Seq.recur, AttentionSeq2Seq.step
-    forward = AttentionSeq2Seq.forward
+    def step(self, tokens: torch.Tensor, state: dict):
+        return self.decoder.step(tokens, state)
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
+                return_attention: bool = False):
+        """Teacher forcing: logits (B, T_out, V), and weights (B, T_out, h w) if asked."""
+        check_tgt_in(tgt_in, src, self.tgt_vocab_size)
+        logits, weights = self.decoder(tgt_in, self.start(src, src_mask))
+        return (logits, weights) if return_attention else logits
 
 
 def collate(strips) -> dict:
