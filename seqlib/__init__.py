@@ -1,23 +1,17 @@
 """seqlib: every model of the chapter "Sequence Models", small enough to read.
 
 The top-level modules are the chapter's library: its models (rnn, gated, bptt, attention,
-self_attention, positional, transformer, seq2seq, lm, embeddings, decoding), what they need
-(text and data, the one training loop in training, the argument checks in checks) and
-nothing else; they never import the subpackages. The subpackages hold the rest of the book:
-`experiments` (training runs on real data, the pages beyond the chapter, the GPU runs),
-`exercises` (the exercise checkers) and `diagrams` (the figure code).
+self_attention, positional, transformer, seq2seq, lm, embeddings, decoding) and what they need
+(text, data, the training loop, the argument checks). They never import the subpackages, which
+hold the rest of the book: `experiments` (training runs on real data, the pages beyond the
+chapter, the GPU runs), `exercises` (the checkers) and `diagrams` (the figure code).
 
-Conventions, once for the whole package:
-
-- Tensors are (batch, time, features) everywhere: B sequences of T steps, each step a
-  vector of p features (inputs) or m hidden units.
-- Names follow the chapter's notation: W_hh, W_hx, b_h for the recurrence, W_yh, b_y for
-  the output layer, zeta for the adjoints of backpropagation through time, g_f, g_i, g_o
-  and c_tilde for the LSTM's gates.
-- Nothing is downloaded at import time; the loaders in seqlib.data fetch on demand.
-
-The names below are imported from their modules when first used (`seqlib.LSTM` loads
-seqlib.gated), so that `import seqlib` costs nothing a page does not use.
+Conventions, once for the whole package: tensors are (batch, time, features), B sequences
+of T steps of p input features or m hidden units; names follow the chapter's notation
+(W_hh, W_hx, b_h, the output layer's W_yh, b_y, the adjoints zeta of backpropagation
+through time, the LSTM's g_f, g_i, g_o, c_tilde); nothing is downloaded at import time (the
+loaders in seqlib.data fetch on demand). The names below are imported on first use
+(`seqlib.LSTM` loads seqlib.gated), so `import seqlib` costs nothing a page does not use.
 """
 
 import importlib

@@ -1,37 +1,29 @@
 """The attention mechanism of Section 7.4: the weights (7.20), the output (7.21) and the
-score functions.
-
-Query proxies z_q^<1>, ..., z_q^<T_out> (m_q features each) are compared with key proxies
-z_k^<1>, ..., z_k^<T_in> (m_k features) by a score function s. For each query t, a softmax
-over the keys gives the weight vector alpha^<t> = (alpha^<t>_1, ..., alpha^<t>_T_in), (7.20),
-and the output u^<t> is the weighted sum of the values v^<1>, ..., v^<T_in>, (7.21):
+score functions s. Tensors are (batch, time, features): query proxies z_q (B, T_out, m_q),
+key proxies z_k (B, T_in, m_k), values v (B, T_in, m_v), weights alpha (B, T_out, T_in)
+and outputs u (B, T_out, m_v):
 
     alpha^<t> = S_softmax(s(z_q^<t>, z_k^<1>), ..., s(z_q^<t>, z_k^<T_in>)),     (7.20)
     u^<t> = sum_{tau=1}^{T_in} alpha^<t>_tau v^<tau>     (non-causal), or
     u^<t> = sum_{tau=1}^{t} alpha^<t>_tau v^<tau>        (causal, T_out <= T_in).  (7.21)
 
-The score functions of Section 7.4 (an unnumbered display of the chapter), with the
-chapter's parameter names and seqlib's:
+The scores of Section 7.4 (an unnumbered display), m~ being `attention_size` and W~_s `W`:
 
     "inner"     z_q^T z_k / sqrt(max(m_q, m_k))   no parameters; needs m_q = m_k
-    "general"   z_q^T W_s z_k                     W_s: m_q x m_k              (W_s)
-    "concat"    w_s^T tanh(W~_s [z_q; z_k])       W~_s: m~ x (m_q + m_k)      (W), w_s: m~
+    "general"   z_q^T W_s z_k                     W_s: m_q x m_k
+    "concat"    w_s^T tanh(W~_s [z_q; z_k])       W~_s: m~ x (m_q + m_k), w_s: m~
     "additive"  w_s^T tanh(W_sa z_q + W_sb z_k)   W_sa: m~ x m_q, W_sb: m~ x m_k, w_s: m~
 
-where the width m~ is seqlib's `attention_size`. "concat" and "additive" are the same
-family (W~_s = [W_sa, W_sb]); "concat" is written as the formula reads, on the concatenated
-pairs, "additive" (Bahdanau et al., 2015) projects queries and keys apart and costs much less
-memory. Tensors are (batch, time, features): queries (B, T_out, m_q), keys (B, T_in, m_k),
-values (B, T_in, m_v), weights (B, T_out, T_in), outputs (B, T_out, m_v).
+"concat" and "additive" are one family (W~_s = [W_sa, W_sb]): "concat" scores the
+concatenated pairs as the formula reads, "additive" (Bahdanau et al., 2015) projects
+queries and keys apart and needs much less memory.
 
-Two masks restrict which keys a query sees: a padding mask (B, T_in), True at real keys,
-and `causal=True`, where queries and keys lie on the same time axis and the query at time
-t sees the keys at times <= t: the scores of the other keys are -inf, so the softmax of
-(7.20) runs over the visible keys only and each row of weights still sums to 1. With fewer
-queries than keys, seqlib puts the queries at the last T_out times (the keys before them
-were cached during decoding); the chapter's causal form with T_out < T_in puts query t at
-time t, which is causal attention over the first T_out keys. A query that sees no key at
-all has no softmax to take: it raises a ValueError rather than returning NaN.
+A padding mask (B, T_in) is True at real keys; with `causal=True`, queries and keys share
+one time axis and the query at time t sees the keys at times <= t. Hidden keys score -inf,
+so the softmax of (7.20) runs over the visible keys only; a query that sees no key raises a
+ValueError rather than returning NaN. With fewer queries than keys, seqlib puts the queries
+at the last T_out times (earlier keys were cached during decoding); the chapter's causal
+form with T_out < T_in puts query t at time t (causal attention over the first T_out keys).
 """
 
 import math
@@ -46,12 +38,8 @@ SCORES = ("inner", "general", "concat", "additive")
 
 def visible_keys(mask: torch.Tensor | None, causal: bool, B: int, T_q: int, T_k: int,
                  device=None) -> torch.Tensor | None:
-    """Which keys each query may attend to, a (B, T_q, T_k) boolean, or None for all of them.
-
-    `mask` (B, T_k) is True at real keys. With `causal`, query i sits at time T_k - T_q + i
-    of the keys' axis (the same time when T_q = T_k; the last T_q times when earlier keys
-    were cached) and sees the keys up to that time.
-    """
+    """Which keys each query may see, a (B, T_q, T_k) boolean, or None for all of them: the real
+    keys of `mask` (B, T_k) and, with `causal`, those up to query i's time T_k - T_q + i."""
     if mask is not None:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
             got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
@@ -111,11 +99,9 @@ def attend(scores: torch.Tensor, values: torch.Tensor, *, mask: torch.Tensor | N
 
 def inner_product_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, *,
                             mask: torch.Tensor | None = None, causal: bool = False):
-    """Attention (7.20)-(7.21) with the scaled inner-product score z_q^T z_k / sqrt(m).
-
-    queries (B, T_out, m), keys (B, T_in, m), values (B, T_in, m_v); returns outputs
-    (B, T_out, m_v) and weights (B, T_out, T_in). No parameters: the proxies are used as
-    given.
+    """Attention (7.20)-(7.21) with the scaled inner-product score z_q^T z_k / sqrt(m) and no
+    parameters: queries (B, T_out, m), keys (B, T_in, m), values (B, T_in, m_v) -> outputs
+    (B, T_out, m_v), weights (B, T_out, T_in).
     """
     check_tensor("queries", queries)
     check_tensor("keys", keys)
@@ -138,15 +124,10 @@ def uniform_parameter(*shape: int) -> nn.Parameter:
 
 
 class Attention(nn.Module):
-    """Attention (7.20)-(7.21) with any score function of Section 7.4: "inner", "general",
-    "concat" or "additive" (the default, Bahdanau's).
-
+    """Attention (7.20)-(7.21) with a score of Section 7.4, "inner", "general", "concat" or
+    "additive" (the default, Bahdanau's), its parameters named as in the module docstring.
     `attention_size` is the width m~ of the tanh layer of "concat" and "additive" (default:
-    query_size, as in Bahdanau et al.); the other two scores have no such layer. The
-    parameters keep the chapter's names, except W~_s of "concat", called `W`.
-    `forward(queries (B, T_out, m_q), keys (B, T_in, m_k), values (B, T_in, m_v), *,
-    mask=None, causal=False)` returns outputs u (B, T_out, m_v) and weights alpha
-    (B, T_out, T_in).
+    query_size, as in Bahdanau et al.).
     """
 
     def __init__(self, query_size: int, key_size: int, score: str = "additive",
@@ -209,8 +190,7 @@ class Attention(nn.Module):
     def forward(self, queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, *,
                 mask: torch.Tensor | None = None, causal: bool = False,
                 projected: torch.Tensor | None = None):
-        """Outputs u (B, T_out, m_v), (7.21), and weights alpha (B, T_out, T_in), (7.20);
-        `projected`: `project_keys(keys)`, when the caller computed it before."""
+        """Outputs u (7.21) and weights alpha (7.20); `projected` as in `scores`."""
         check_tensor("queries", queries, self.query_size)
         check_tensor("keys", keys, self.key_size)
         check_tensor("values", values)

@@ -1,23 +1,21 @@
 """The fast path of the recurrent units: backpropagation through time written by hand.
 
-Autograd records every operation of every step, and at small batch that bookkeeping costs
-more than the arithmetic. Here each unit runs the whole sequence as one
-`torch.autograd.Function`:
+At small batch, autograd's bookkeeping of every operation of every step costs more than the
+arithmetic, so each unit runs the whole sequence as one `torch.autograd.Function`:
 
-- the forward pass computes the input terms W_hx x^<t> + b_h of all steps in one product,
-  then runs the loop over time without autograd, writing each step into preallocated
-  buffers and keeping the activations the backward pass needs;
-- the backward pass runs the adjoint recursion (7.6) back in time: at each step a few
-  element-wise operations give the errors delta^<t> of the pre-activations (the adjoint
-  times the derivative of each activation, (7.9)), and one product with W_hh, the
-  Jacobian (7.11), carries the adjoint zeta to the step before;
-- the gradients of the weights sum over all steps, (7.10), in one matrix product each at
-  the end: g_W_hh = sum_t delta^<t> h^<t-1>^T and g_W_hx = sum_t delta^<t> x^<t>^T.
+- forward: the input terms W_hx x^<t> + b_h of all steps in one product, then the loop over
+  time without autograd, into preallocated buffers, keeping what the backward pass needs;
+- backward: the adjoint recursion (7.6) back in time: at each step a few element-wise
+  operations give the errors delta^<t> of the pre-activations (the adjoint times each
+  activation's derivative, (7.9)), and one product with W_hh, the Jacobian (7.11), carries
+  the adjoint zeta to the step before;
+- the weights' gradients sum over all steps, (7.10), in one product each at the end:
+  g_W_hh = sum_t delta^<t> h^<t-1>^T and g_W_hx = sum_t delta^<t> x^<t>^T.
 
-Tensors are time-major here, x (T, B, p), so that the slices of one step are contiguous;
-states are (B, m). zeta^<t> = dC/dh^<t> as in the chapter; `grad_H[t]` is the part of it
-that comes from the outputs of step t, the rest comes back from step t + 1. The results
-equal the textbook path's to rounding (tests/test_fast_path.py).
+Tensors are time-major, x (T, B, p), so that one step's slices are contiguous; states are
+(B, m). zeta^<t> = dC/dh^<t> as in the chapter; `grad_H[t]` is its part from the outputs of
+step t, the rest comes back from step t + 1. The results equal the textbook path's to
+rounding (tests/test_fast_path.py).
 """
 
 import torch
@@ -26,8 +24,7 @@ from torch.autograd.function import once_differentiable
 
 
 def _steps(X: torch.Tensor, sizes: list[int]) -> list[tuple]:
-    """Views of a time-major buffer X (T, B, n), split along its last dimension into
-    blocks of `sizes`: one tuple of views per step, made once, before the loop."""
+    """Views of a time-major X (T, B, n) split into blocks of `sizes` on its last dim, per step."""
     return list(zip(*(block.unbind(0) for block in X.split(sizes, dim=-1)), strict=True))
 
 
@@ -228,10 +225,9 @@ class GRUScan(torch.autograd.Function):
 
 
 class GRUResetAfterScan(torch.autograd.Function):
-    """The GRU in PyTorch's form (`reset_after=True`): one product for all three blocks,
-    P = W_hh h^<t-1> + (0, 0, b_hn); g_r, g_u = sigmoid(U_r,u + P_r,u) with the input
-    terms U = W_hx x^<t> + b_h; n = tanh(U_n + g_r P_n); h^<t> = h^<t-1> +
-    g_u (n - h^<t-1>).
+    """The GRU in PyTorch's form (`reset_after=True`), with input terms U = W_hx x^<t> + b_h
+    and one product for all three blocks, P = W_hh h^<t-1> + (0, 0, b_hn):
+    g_r, g_u = sigmoid(U_r,u + P_r,u), n = tanh(U_n + g_r P_n), h^<t> = h^<t-1> + g_u (n - h^<t-1>).
 
     Backward, with zeta = dC/dh^<t>: delta_n = zeta g_u (1 - n^2) is the error of U_n and
     g_r delta_n that of P_n; delta_u = zeta (n - h^<t-1>) g_u (1 - g_u),

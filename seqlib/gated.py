@@ -1,23 +1,20 @@
 """Gated units of Section 7.3: the LSTM (7.16)-(7.17) and the GRU (7.18)-(7.19).
 
 Both are `Cell`s of seqlib.rnn, so reversing (7.14) and stacking (7.15) come from
-`Recurrent`, and each has the textbook path (one product per gate, `fast=False`) and the
-fast path (fused gates, input projection for all steps at once, the default).
-
-The fast path is the default because it computes the same equations (tested equal to the
-textbook path) at a third of its time on the CPU, where the book trains, and every stored
-number of the book was computed with it; on a GPU, torch.nn's cuDNN kernels are the fast
-ones (the results page has both measurements).
+`Recurrent`, with the textbook path (one product per gate, `fast=False`) and the fast path
+(fused gates, input projection for all steps at once), the default: the same equations in a
+third of the time on the CPU, where the book computed every stored number (on a GPU,
+torch.nn's cuDNN kernels are the fast ones; the measurements page has both).
 
 Sizes: the chapter calls m~ the size of each group of neurons (gates, states) and counts
 m = 6 m~ neurons in an LSTM (c, h, c_tilde, g_f, g_i, g_o) and m = 4 m~ in a GRU (h,
 h_tilde, g_r, g_u); `hidden_size` is the chapter's m~, as in torch.nn.
 
-The gate blocks are stacked in W_hx, W_hh and b_h in torch.nn's order, so that
-`from_torch` copies weights block by block: (g_i, g_f, c_tilde, g_o) for the LSTM and
-(g_r, g_u, h_tilde) for the GRU; `chapter_parameters` names each block as the chapter does
-(W_fh, W_fx, b_f, ...). The GRU's update gate follows the chapter, g_u near 1 updates the
-state; torch.nn.GRU's z is 1 - g_u, so `from_torch` negates that block.
+The gate blocks are stacked in W_hx, W_hh and b_h in torch.nn's order, (g_i, g_f, c_tilde,
+g_o) for the LSTM and (g_r, g_u, h_tilde) for the GRU, so that `from_torch` copies weights
+block by block; `blocks` and `chapter_parameters` name them as the chapter does (W_fh, W_fx,
+b_f, ...). The GRU's update gate follows the chapter (g_u near 1 updates the state, near 0
+keeps it); torch.nn.GRU's z is 1 - g_u, so `from_torch` negates that block.
 """
 
 import torch
@@ -33,9 +30,6 @@ class LSTMCell(Cell):
         g_f = S_Sig(W_fh h + W_fx x + b_f), and g_i, g_o alike (W_ih, ..., b_o)   (7.17)
         c_tilde = S_Tanh(W_c~h h + W_c~x x + b_c~)                               (7.16)
         c = g_f * c + g_i * c_tilde,   h = g_o * S_Tanh(c)                       (7.16)
-
-    The four blocks of W_hh, W_hx and b_h are, in torch.nn's order (i, f, g, o), those of
-    g_i, g_f, c_tilde and g_o (`blocks` holds their subscripts in the chapter).
     """
 
     gates = 4
@@ -90,13 +84,10 @@ class GRUCell(Cell):
         h_tilde = S_Tanh(W_h~h (g_r * h) + W_h~x x + b_h~)                      (7.18)
         h = (1 - g_u) * h + g_u * h_tilde                                       (7.18)
 
-    The three blocks of W_hh, W_hx and b_h are those of g_r, g_u and h_tilde (`blocks`).
-    An entry of g_u near 1 updates the state, near 0 keeps it, as in the chapter.
-    The chapter applies the reset gate before the matrix product; with
-    `reset_after=True` it is applied after it, with a bias of its own, as PyTorch and cuDNN
-    do: h_tilde = tanh(W_h~x x + b_h~ + g_r * (W_h~h h + b_hn)). torch.nn.GRU also writes
-    the update the other way round, h = z * h + (1 - z) * h_tilde with z = 1 - g_u: since
-    1 - sigmoid(a) = sigmoid(-a), `load_torch` negates the weights and bias of that gate.
+    The chapter applies the reset gate before the matrix product; `reset_after=True` applies
+    it after, with a bias of its own, as PyTorch and cuDNN do: h_tilde = tanh(W_h~x x + b_h~ +
+    g_r * (W_h~h h + b_hn)). torch.nn.GRU's update, h = z * h + (1 - z) * h_tilde, has
+    z = 1 - g_u; since 1 - sigmoid(a) = sigmoid(-a), `load_torch` negates that gate's rows.
     """
 
     gates = 3
@@ -179,10 +170,9 @@ class GRUCell(Cell):
 
 
 def chapter_parameters(cell: Cell) -> dict:
-    """The chapter's matrices and vectors of an LSTMCell or GRUCell, as views of its stacked
-    blocks: W_ih, W_ix, b_i, W_fh, ..., W_c~h, W_c~x, b_c~, W_oh, ... of (7.16)-(7.17), or
-    W_rh, ..., W_h~h, W_h~x, b_h~ of (7.18)-(7.19). (PyTorch's form of the GRU also has
-    `b_hn`, which is not the chapter's.)"""
+    """The chapter's matrices and vectors of an LSTMCell or GRUCell, views of its blocks: W_ih,
+    W_ix, b_i, W_fh, ..., W_c~h, W_c~x, b_c~, W_oh, ... of (7.16)-(7.17), or W_rh, ..., W_h~h,
+    W_h~x, b_h~ of (7.18)-(7.19) (not the `b_hn` of PyTorch's form of the GRU)."""
     if not isinstance(cell, LSTMCell | GRUCell):
         raise TypeError(f"cell must be an LSTMCell or a GRUCell, got {type(cell).__name__}")
     m, named = cell.hidden_size, {}
@@ -193,10 +183,9 @@ def chapter_parameters(cell: Cell) -> dict:
 
 
 class LSTM(Recurrent):
-    """LSTM over (B, T, p): returns output (B, T, D m~) and (h, c), each (L D, B, m~),
-    as torch.nn.LSTM(batch_first=True) does (m~ = hidden_size). With `output_size` q, the
-    output layer of (7.16), y_hat = S_y(W_yh h + b_y), is applied at every step and the
-    output is (B, T, q) logits (S_y is left to the loss)."""
+    """LSTM over (B, T, p): returns output (B, T, D m~) and (h, c), each (L D, B, m~), as
+    torch.nn.LSTM(batch_first=True) does (m~ = hidden_size). With `output_size` q, the output
+    layer of (7.16), y_hat = S_y(W_yh h + b_y), gives (B, T, q) logits (S_y left to the loss)."""
 
     cell_class = LSTMCell
     state_count = 2
@@ -217,9 +206,8 @@ class LSTM(Recurrent):
 
 class GRU(Recurrent):
     """GRU over (B, T, p): returns output (B, T, D m~) and h (L D, B, m~), as torch.nn.GRU
-    (batch_first=True) does (m~ = hidden_size). `reset_after=True` is PyTorch's form of
-    the unit. With `output_size` q, the output layer of (7.18), W_yh h + b_y, gives
-    (B, T, q) logits."""
+    (batch_first=True) does (m~ = hidden_size); `reset_after=True` is PyTorch's form of the
+    unit. With `output_size` q, the output layer of (7.18), W_yh h + b_y, gives (B, T, q) logits."""
 
     cell_class = GRUCell
     torch_name = "GRU"

@@ -1,20 +1,19 @@
 """Positional embeddings of Section 7.5, equations (7.28)-(7.30).
 
-Self-attention without masking treats its inputs as a set: permuting x^<1>, ..., x^<T>
-permutes the outputs the same way, so word order is lost. Positional embeddings give each
-input its time t. Positions count from t = 1, as in the chapter:
+Self-attention without masking treats its inputs as a set (permuting x^<1>, ..., x^<T>
+permutes the outputs alike), so positional embeddings give each input its time t, counted
+from t = 1 as in the chapter:
 
 - one-hot: append the unit vector e_t of R^T to x^<t> (p~ = p + T features);
 - learned jointly with the input, (7.28): x~^<t> = W_1 S(W_2 x^<t> + W_3 e_t + b) in R^p~,
-  with W_1 (p~ x p~), W_2 (p~ x p), W_3 (p~ x T), b in R^p~ and S = ReLU
-  (`JointPositionalEmbedding`);
+  with W_1 (p~ x p~), W_2 (p~ x p), W_3 (p~ x T), b in R^p~, S = ReLU (`JointPositionalEmbedding`);
 - sinusoidal, (7.29): r^<t>_{2i} = sin(t / M^(2i / p_e)), r^<t>_{2i+1} = cos(t / M^(2i / p_e)),
   i = 0, ..., p_e / 2 - 1, M = 10,000 (Vaswani et al., 2017), appended to x^<t>
   (p + p_e features) or added to it (p_e = p), (7.30) (`PositionalEmbedding`);
 - a learned table, x^<t> + r^<t> with one trained vector r^<t> per position: the common
   alternative of GPT-2 and nanoGPT, beyond the chapter (`PositionalEmbedding(kind="learned")`).
 
-Tables are stored with row t - 1 holding position t. Inputs are (batch, time, features).
+Row t - 1 of a table holds position t. Inputs are (batch, time, features).
 """
 
 import torch
@@ -28,8 +27,7 @@ COMBINE = ("add", "append")
 
 
 def one_hot_positions(x: torch.Tensor) -> torch.Tensor:
-    """x (B, T, p) with the one-hot position e_t appended at each step t = 1, ..., T:
-    (B, T, p + T), the chapter's x~^<t> with p~ = p + T."""
+    """x (B, T, p) with e_t appended at each step t: (B, T, p + T), the chapter's x~^<t>."""
     check_tensor("x", x)
     B, T, _ = x.shape
     eye = torch.eye(T, dtype=x.dtype, device=x.device).expand(B, T, T)  # row t - 1 is e_t
@@ -37,9 +35,8 @@ def one_hot_positions(x: torch.Tensor) -> torch.Tensor:
 
 
 def sinusoidal_table(T: int, p_e: int, M: float = 10_000.0) -> torch.Tensor:
-    """The (T, p_e) table of (7.29): row t - 1 is r^<t>, for positions t = 1, ..., T, with
-    r^<t>_{2i} = sin(t / M^(2i/p_e)) and r^<t>_{2i+1} = cos(t / M^(2i/p_e)). An odd p_e ends
-    with a sine. Computed in float64, returned in float32."""
+    """The (T, p_e) table of (7.29), r^<1>, ..., r^<T>; an odd p_e ends with a sine. Computed
+    in float64, returned in float32."""
     positive_int("T", T)
     positive_int("p_e", p_e)
     if isinstance(M, bool) or not isinstance(M, (int, float)) or M <= 1:
@@ -66,12 +63,9 @@ class JointPositionalEmbedding(nn.Module):
 
         x~^<t> = W_1 S(W_2 x^<t> + W_3 e_t + b)  in R^p~,
 
-    with e_t the one-hot position in R^T, W_1 (p~ x p~), W_2 (p~ x p), W_3 (p~ x T) and
-    b in R^p~ learned, and S = ReLU. p~ = p by default. W_3 e_t is column t of W_3, so T is
-    the longest sequence it can embed.
-
-    forward(x (B, T', p), offset=0) -> (B, T', p~), for positions offset + 1, ...,
-    offset + T' (offset > 0 when earlier steps were cached).
+    sized as in the module docstring, p~ = p by default. W_3 e_t is column t of W_3, so T is
+    the longest sequence it can embed. forward(x (B, T', p), offset=0) -> (B, T', p~), for
+    positions offset + 1, ..., offset + T' (offset > 0 when earlier steps were cached).
     """
 
     def __init__(self, p: int, T: int, p_tilde: int | None = None):
@@ -99,13 +93,10 @@ class JointPositionalEmbedding(nn.Module):
 
 
 class PositionalEmbedding(nn.Module):
-    """Position vectors r^<t> for positions t = 1, ..., max_len, added to or appended to x.
-
-    kind "sinusoidal": the fixed table of (7.29); kind "learned": a trained table of
-    vectors r^<t> (beyond the chapter: its learned embedding is JointPositionalEmbedding,
-    (7.28)). combine "add" (p_e = p, the default, (7.30)) or "append" (output p + p_e
-    features). forward(x (B, T, p), offset=0) uses positions offset + 1, ..., offset + T
-    (offset > 0 when earlier steps were cached).
+    """Position vectors r^<t> for positions t = 1, ..., max_len, added to or appended to x:
+    kind "sinusoidal": the fixed table of (7.29); kind "learned": a trained table (beyond the
+    chapter, whose learned embedding is JointPositionalEmbedding, (7.28)). combine "add"
+    (p_e = p, the default, (7.30)) or "append" (output p + p_e features).
     """
 
     def __init__(self, max_len: int, p: int, *, kind: str = "sinusoidal",

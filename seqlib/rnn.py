@@ -1,29 +1,24 @@
 """The basic recurrent neural network of Section 7.2 (Elman, 1990).
 
-Tensors are (batch, time, features) everywhere. The state is one map f applied again and
-again, h^<t> = f(h^<t-1>, x^<t>) from h^<0> = 0, so h^<t> is f nested t times, (7.1). The
-unit, equation (7.2), is that map with an affine part and an activation, followed by the
-output layer:
+Tensors are (batch, time, features) everywhere. The state h^<t> = f(h^<t-1>, x^<t>), from
+h^<0> = 0, is one map f nested t times, (7.1); the unit (7.2) is that map, an affine part
+and an activation, followed by the output layer:
 
     h^<t> = S_h(W_hh h^<t-1> + W_hx x^<t> + b_h)          state, m neurons
     y_hat^<t> = S_y(W_yh h^<t> + b_y)                      output, q values
 
-With output feedback, equation (7.3), the previous output joins the input before W_hx:
+With output feedback (7.3), the previous output joins the input before W_hx:
 
     h^<t> = S_h(W_hh h^<t-1> + W_hx (x^<t> + T(y_hat^<t-1>)) + b_h),
 
-where T maps the q-vector y_hat to p dimensions: the identity when p = q (one-hot words in,
-probabilities over the same lexicon out), otherwise a map the caller gives (a decoder's T
-takes the argmax token and looks up its input embedding). The recursion starts from
-y_hat^<0> = 0, so with a linear T (T(0) = 0) the first step is (7.2)'s. A common
-alternative, `feedback="matrix"`, gives the fed-back output a matrix of its own:
-S_h(W_hh h^<t-1> + W_hx x^<t> + W_hy y_hat^<t-1> + b_h), W_hy of size m x q; with
-W_hy = W_hx A it is (7.3) with the linear T(y) = A y.
+where T maps y_hat (q values) to p dimensions: the identity when p = q, else a map the caller
+gives (a decoder's T embeds the argmax token). From y_hat^<0> = 0 and a linear T, the first
+step is (7.2)'s. The common alternative `feedback="matrix"`, S_h(W_hh h^<t-1> + W_hx x^<t> +
+W_hy y_hat^<t-1> + b_h) with W_hy (m x q), is (7.3) with T(y) = A y when W_hy = W_hx A.
 
-S_y is the softmax. `forward` returns the logits W_yh h^<t> + b_y, and the softmax lives
-inside torch.nn.functional.cross_entropy, as in torch.nn; what is fed back in (7.3) is the
-probability vector y_hat^<t-1> = softmax(logits^<t-1>), or, with teacher forcing, the
-one-hot vector of the true previous output.
+S_y, the softmax, is left to torch.nn.functional.cross_entropy as in torch.nn: `forward`
+returns the logits W_yh h^<t> + b_y, and (7.3) feeds back y_hat^<t-1> = softmax(logits^<t-1>),
+or, with teacher forcing, the one-hot true previous output.
 """
 
 import math
@@ -43,18 +38,12 @@ ACTIVATIONS = {
 
 
 class Cell(nn.Module):
-    """What every recurrent unit shares: G gate blocks stacked in W_hx (G m, p),
-    W_hh (G m, m) and b_h (G m), and two ways to run a sequence.
-
-    - the textbook path, `step`: one step as the chapter writes it, one product per gate;
-    - the fast path, `fast_scan`: the input term of every gate is computed for all time
-      steps at once (`input_projection`), the recurrent products of the gates are fused
-      into one matrix product per step (`fused_step`), and for the RNN, LSTM and GRU the
-      backward pass through time is written by hand (seqlib.fastpath), so that autograd
-      records one operation per sequence instead of a dozen per step. Both paths give the
-      same results.
-
-    The state is a tuple: (h,) for the RNN and the GRU, (h, c) for the LSTM.
+    """What every recurrent unit shares: G gate blocks stacked in W_hx (G m, p), W_hh (G m, m)
+    and b_h (G m), a state tuple ((h,), or (h, c) for the LSTM) and two ways to run a sequence,
+    with the same results: the textbook path, `step`, one product per gate as the chapter
+    writes it; and the fast path, `fast_scan`: the input terms of all steps in one product
+    (`input_projection`), the gates' recurrent products fused into one per step (`fused_step`),
+    and for the RNN, LSTM and GRU a backward pass through time by hand (seqlib.fastpath).
     """
 
     gates = 1
@@ -103,9 +92,8 @@ class Cell(nn.Module):
         return torch.stack(hs, dim=1), state
 
     def fast_scan(self, x: torch.Tensor, state: tuple):
-        """The fast path over a time-major x (T, B, p): the input terms of all steps in one
-        product, then `fused_step` at every step, recorded by autograd. Units with a
-        backward pass written by hand (seqlib.fastpath) override it. Returns (T, B, m)."""
+        """The fast path over a time-major x (T, B, p), autograd recording every `fused_step`;
+        units with a backward pass by hand (seqlib.fastpath) override it. Returns (T, B, m)."""
         hs = []
         for u in self.input_projection(x).unbind(0):
             state = self.fused_step(u, state)
@@ -160,17 +148,13 @@ def cell_name(layer: int, direction: int) -> str:
 class Recurrent(nn.Module):
     """Reversing (7.14) and stacking (7.15), written once for any unit, and combined.
 
-    Reversing, (7.14): a bidirectional layer runs a forward unit, h_f^<t> from h_f^<t-1>,
-    and a reverse unit with parameters of its own over the reversed sequence, h_r^<t> from
-    h_r^<t+1>, and concatenates [h_f^<t>; h_r^<t>] at every step (2 m features). The
-    output layer applies one W_yh = [W^f_yh, W^r_yh] (q x 2 m) to the concatenation, which
-    is W^f_yh h_f^<t> + W^r_yh h_r^<t> of (7.14).
-
-    Stacking, (7.15): layer l > 1 reads h^<t>_[l-1], the states of layer l - 1 at the same
-    time t, through its W^[l]_hx (for the LSTM only h goes up, not c); the output layer
-    reads the top layer, h^<t>_[L]. With both, each layer of the stack is bidirectional and
-    the next one reads its concatenated states. Zero initial states by default; states
-    are shaped like torch.nn's: (num_layers * D, B, m), D = 2 if bidirectional else 1.
+    (7.14): a bidirectional layer runs a forward unit, h_f^<t> from h_f^<t-1>, and a reverse
+    unit of its own, h_r^<t> from h_r^<t+1>, and concatenates [h_f^<t>; h_r^<t>] (2 m features);
+    the output layer's W_yh = [W^f_yh, W^r_yh] (q x 2 m) applied to it is W^f_yh h_f^<t> +
+    W^r_yh h_r^<t>. (7.15): layer l > 1 reads h^<t>_[l-1] through its W^[l]_hx (for the LSTM
+    only h goes up, not c), and the output layer reads h^<t>_[L]. With both, each layer is
+    bidirectional and the next reads its concatenated states. States, zeros by default, are
+    shaped like torch.nn's: (num_layers * D, B, m), D = 2 if bidirectional else 1.
     """
 
     cell_class = RNNCell
@@ -278,16 +262,11 @@ class RNN(Recurrent):
     """Basic RNN over a (batch, time, features) sequence: the recursion (7.1) of the unit
     (7.2), with output feedback (7.3), stacked (7.15) and bidirectional (7.14) when asked.
 
-    With `output_size` set, the output layer (W_yh, b_y) is applied at every step and
-    `forward` returns the outputs y_hat (B, T, q); without it, the hidden states
-    (B, T, D m), as torch.nn.RNN does. Either way the last states come second, shaped
-    (num_layers * D, B, m) like torch.nn.RNN's h_n. `RNN(8, 20, 8)` has the chapter's 748
-    parameters.
-
-    `output_feedback=True` is (7.3): x^<t> + T(y_hat^<t-1>) enters through W_hx, where T
-    is `feedback_map`, a callable or nn.Module mapping (B, q) to (B, p); it defaults to the
-    identity when p == q (the parameters stay those of (7.2)) and is required otherwise.
-    `feedback="matrix"` instead feeds y_hat^<t-1> through a matrix of its own, W_hy (m x q).
+    With `output_size` q, the output layer (W_yh, b_y) applies at every step; states are shaped
+    like torch.nn.RNN's. `RNN(8, 20, 8)` has the chapter's 748 parameters. With
+    `output_feedback=True`, (7.3), T is `feedback_map`, a callable or nn.Module mapping (B, q)
+    to (B, p), by default the identity when p == q (required otherwise); `feedback="matrix"`
+    feeds y_hat^<t-1> through W_hy (m x q) instead.
     """
 
     torch_name = "RNN"
@@ -332,15 +311,11 @@ class RNN(Recurrent):
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None,
                 y_prev: torch.Tensor | None = None):
-        """Run the recurrence over x (B, T, p) from h0 (L D, B, m), zeros by default.
-
-        Returns (outputs, h_n): outputs (B, T, q) logits, or (B, T, D m) states when there
-        is no output layer, and h_n (L D, B, m) the states after the last step.
-
-        With output feedback, `y_prev` (B, T, q) is teacher forcing: y_prev[:, t-1] is fed
-        back at step t in place of the model's own y_hat^<t-1> (typically the one-hot true
-        output of the step before, zeros at t = 1), through T as y_hat would be.
-        """
+        """Run the recurrence over x (B, T, p) from h0 (L D, B, m), zeros by default; return
+        outputs, (B, T, q) logits or, without an output layer, (B, T, D m) states, and h_n
+        (L D, B, m). With output feedback, `y_prev` (B, T, q) is teacher forcing: y_prev[:, t-1]
+        (typically the one-hot true output of the step before, zeros at t = 1) is fed back
+        at step t, through T, in place of the model's own y_hat^<t-1>."""
         if y_prev is not None and not self.output_feedback:
             raise ValueError("y_prev (teacher forcing) needs output_feedback=True (7.3)")
         if self.output_feedback:
@@ -381,10 +356,7 @@ class RNN(Recurrent):
     @classmethod
     def from_torch(cls, rnn: nn.RNN, linear: nn.Linear | None = None) -> "RNN":
         """A seqlib RNN carrying the weights of a torch.nn.RNN (and an output nn.Linear).
-
-        torch.nn.RNN has two bias vectors, b_ih and b_hh, that always appear summed:
-        b_h = b_ih + b_hh. Outputs agree; the gradient of b_h equals that of each of them.
-        """
+        Outputs agree, and the gradient of b_h = b_ih + b_hh equals that of each of them."""
         if not isinstance(rnn, nn.RNN):
             raise TypeError(f"rnn must be a torch.nn.RNN, got {type(rnn).__name__}")
         features = rnn.hidden_size * (2 if rnn.bidirectional else 1)

@@ -1,28 +1,25 @@
 """Self-attention of Section 7.5, equations (7.23)-(7.27).
 
-In self-attention the queries, keys and values all come from the same sequence
-x^<1>, ..., x^<T> (in cross-attention, the keys and values come from another one):
+The queries, keys and values come from one sequence x^<1>, ..., x^<T> (in cross-attention,
+the keys and values come from another one):
 
 - (7.23), no parameters, causal: u^<t> = sum_{tau <= t} alpha^t_tau x^<tau>, with alpha^t
   the softmax over tau = 1, ..., t of the scores s(x^<t>, x^<tau>) (`self_attention`);
 - (7.24), learned proxies, causal: z_q^<t> = W_q x^<t>, z_k^<t> = W_k x^<t>, v^<t> = W_v x^<t>
   with W_q, W_k, W_v each p x p (`SelfAttention`). The non-causal forms sum over all T;
 - (7.25)-(7.26), H heads, non-causal: head h has W_q^h, W_k^h (m x p) and W_v^h (m_v x p),
-  and u^<t> = sum_h W_c^h u^{h,<t>} with W_c^h (p x m_v). Side by side, the W_c^h make
-  W^O = [W_c^1 ... W_c^H] (p x H m_v), and the sum is W^O applied to the concatenated heads:
-  the form of Vaswani et al. (2017) and of torch.nn.MultiheadAttention
-  (`MultiHeadAttention`);
+  and u^<t> = sum_h W_c^h u^{h,<t>} with W_c^h (p x m_v), which is W^O = [W_c^1 ... W_c^H]
+  (p x H m_v) applied to the concatenated heads, the form of Vaswani et al. (2017) and of
+  torch.nn.MultiheadAttention (`MultiHeadAttention`);
 - (7.27), masking: for the query at time t, the key proxies of the later times are set to
-  -inf, so their scores are -inf and their weights e^-inf = 0 (`masked_key_scores`). In
-  practice the same is an additive mask matrix Lambda, 0 where key tau may be seen and -inf
-  where it may not: softmax(Q K^T / sqrt(m) + Lambda) (`causal_mask`, `causal=True`).
+  -inf, so their scores are -inf and their weights e^-inf = 0 (`masked_key_scores`); in
+  practice, an additive mask Lambda, 0 where key tau may be seen and -inf where it may not:
+  softmax(Q K^T / sqrt(m) + Lambda) (`causal_mask`, `causal=True`).
 
 The score s is the scaled inner product z_q^T z_k / sqrt(m) of Section 7.4 unless another
-is given. Tensors are (batch, time, features); inside multi-head attention, (batch, heads,
-time, head features). Padding masks are (batch, keys) booleans, True at real keys.
-
-Two paths give the same numbers: the explicit one writes softmax(Q K^T / sqrt(m) + Lambda) V
-out and returns the weights (to plot them), the fast one calls
+is given. Tensors are (batch, time, features), (batch, heads, time, head features) inside
+multi-head attention; padding masks are (batch, keys), True at real keys. The explicit path
+returns the weights (to plot them); the fast one, with the same numbers, calls
 torch.nn.functional.scaled_dot_product_attention (fused kernels, no weights).
 """
 
@@ -38,10 +35,8 @@ from seqlib.checks import check_tensor, positive_int
 
 def causal_mask(T_q: int, T_k: int | None = None, device=None,
                 dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """The additive mask matrix Lambda, (T_q, T_k): 0 where the query may see the key, -inf
-    in its future; softmax(scores + Lambda) is (7.27). Query i sits at time T_k - T_q + i
-    (the last T_q times when earlier keys were cached), so with T_q = T_k the -inf entries
-    are those above the diagonal."""
+    """The additive mask Lambda (T_q, T_k) of (7.27), softmax(scores + Lambda): -inf in the
+    future of query i, at time T_k - T_q + i (above the diagonal when T_q = T_k), else 0."""
     T_k = T_q if T_k is None else T_k
     positive_int("T_q", T_q)
     positive_int("T_k", T_k)
@@ -50,9 +45,8 @@ def causal_mask(T_q: int, T_k: int | None = None, device=None,
 
 
 def scaled_inner_product(z_q: torch.Tensor, z_k: torch.Tensor) -> torch.Tensor:
-    """The score s(z_q, z_k) = z_q^T z_k / sqrt(m) for every pair of query proxies z_q
-    (B, T_q, m) and key proxies z_k (B, T_k, m): (B, T_q, T_k). sqrt(m) is the chapter's
-    normalisation by sqrt(max(m_q, m_k)), here with m_q = m_k = m."""
+    """s(z_q, z_k) = z_q^T z_k / sqrt(m) (the chapter's sqrt(max(m_q, m_k)), m_q = m_k = m) for
+    every pair of query proxies z_q (B, T_q, m) and key proxies z_k (B, T_k, m): (B, T_q, T_k)."""
     check_tensor("z_q", z_q)
     check_tensor("z_k", z_k, z_q.shape[-1])
     return z_q @ z_k.transpose(1, 2) / math.sqrt(z_q.shape[-1])  # (B, T_q, T_k)
@@ -186,21 +180,18 @@ class MultiHeadAttention(nn.Module):
     """Multi-head attention (7.25)-(7.26), without biases as in the chapter (`bias=True`
     adds b_q, b_k, b_v and b_c, as torch.nn.MultiheadAttention has by default).
 
-    p: model dimension (queries' features), heads: H, m: query/key size per head (default
-    p // H), m_v: value size per head (default m), kv_size: features of the keys' and
-    values' sequence for cross-attention, (7.33) (default p). The heads' matrices are
-    stacked: W_q (H m, p), W_k (H m, kv_size), W_v (H m_v, kv_size), rows (h-1) m to h m - 1
-    for head h = 1, ..., H (`head(h)` returns that head's four matrices); W_c (p, H m_v) is
-    W^O = [W_c^1 ... W_c^H].
+    p: model dimension (queries' features); heads: H; m, m_v: query/key and value size per
+    head (default p // H and m); kv_size: features of the keys' and values' sequence for
+    cross-attention, (7.33) (default p). W_q (H m, p), W_k (H m, kv_size) and W_v (H m_v,
+    kv_size) stack the heads' matrices, rows (h-1) m to h m - 1 for head h = 1, ..., H
+    (`head(h)`); W_c (p, H m_v) is W^O = [W_c^1 ... W_c^H].
 
     forward(x (B, T, p), context=None (B, T_k, kv_size), *, mask=None (B, T_k), causal=False,
-    cache=None, need_weights=False) -> (u (B, T, p), weights (B, H, T, T_k) or None).
-    Non-causal by default, as (7.25); causal=True masks the future, (7.27).
-    `cache`, a dict, makes step-by-step decoding cost one step per token (beyond the
-    chapter): for self-attention it holds the keys and values of the earlier steps and is
-    extended in place; for cross-attention it keeps the context's keys and values after the
-    first call. Weights come from the explicit path (need_weights=True or fast=False);
-    otherwise scaled_dot_product_attention computes the same outputs.
+    cache=None, need_weights=False) -> (u (B, T, p), weights (B, H, T, T_k) or None), non-causal
+    by default as (7.25), causal=True masking the future (7.27). `cache`, a dict, makes
+    step-by-step decoding cost one step per token (beyond the chapter): it holds and extends the
+    earlier steps' keys and values in self-attention, and keeps the context's after the first call
+    in cross-attention. Weights come from the explicit path (need_weights=True or fast=False).
     """
 
     def __init__(self, p: int, heads: int, m: int | None = None, m_v: int | None = None, *,
@@ -299,4 +290,3 @@ class MultiHeadAttention(nn.Module):
     def extra_repr(self) -> str:
         return (f"p={self.p}, heads={self.heads}, m={self.m}, m_v={self.m_v}, "
                 f"kv_size={self.kv_size}, bias={self.b_q is not None}, fast={self.fast}")
-

@@ -1,14 +1,12 @@
 """Vocabularies and tokenisation: text in, integer ids out, and back.
 
 A sequence model sees a sentence as a list of tokens (characters for tiny Shakespeare, words
-for Multi30k translation), each replaced by its id in a vocabulary. Four special tokens come
-first, with fixed ids:
+for Multi30k translation), each replaced by its id in a vocabulary; batches of ids are
+(batch, time) tensors. Four special tokens come first, with fixed ids:
 
 - ``<empty>`` (id 0) pads short sequences in a batch; losses and attention ignore it;
 - ``<unk>`` (id 1) stands for any token left out of the vocabulary;
 - ``<start>`` (id 2) and ``<stop>`` (id 3) open and close a sequence for the decoder.
-
-Batches of ids are (batch, time) tensors, as everywhere in seqlib.
 """
 
 import re
@@ -92,12 +90,11 @@ class Vocab:
 
     @classmethod
     def build(cls, sequences, *, level="word", min_freq=1, max_size=None) -> "Vocab":
-        """Vocabulary of the tokens in ``sequences`` (an iterable of token lists).
-
-        Order: the specials, then tokens by decreasing count, ties in sorted order, so the
-        same data always gives the same ids. Tokens seen fewer than ``min_freq`` times are
-        left out, and so are the rarest ones beyond ``max_size`` (specials included).
-        ``counts`` holds each kept token's frequency; ``counts[UNK]`` the total left out.
+        """Vocabulary of the tokens in ``sequences`` (an iterable of token lists): the specials,
+        then tokens by decreasing count, ties in sorted order, so the same data always gives the
+        same ids. Tokens seen fewer than ``min_freq`` times are left out, and so are the rarest
+        ones beyond ``max_size`` (specials included). ``counts`` holds each kept token's
+        frequency; ``counts[UNK]`` the total left out.
         """
         if level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
@@ -156,19 +153,14 @@ class Vocab:
         return 3
 
     def encode(self, tokens, *, add_start=False, add_stop=False) -> list[int]:
-        """Ids of ``tokens``, unknown tokens as ``<unk>``, optionally framed by <start>/<stop>.
-
-        At character level a str is a valid list of tokens (its characters).
-        """
+        """Ids of ``tokens``, unknown tokens as ``<unk>``, optionally framed by <start>/<stop>;
+        at character level a str is a valid list of tokens (its characters)."""
         ids = [self[token] for token in _check_tokens(tokens, self.level)]
         return [self.start_id] * add_start + ids + [self.stop_id] * add_stop
 
     def decode(self, ids, *, strip_specials=True) -> list[str]:
-        """Tokens of ``ids`` (a list or 1-D tensor of ints).
-
-        With ``strip_specials``, decoding stops at the first ``<stop>`` and drops ``<empty>``
-        and ``<start>``; ``<unk>`` is kept, since it stands for a real token.
-        """
+        """Tokens of ``ids`` (a list or 1-D tensor of ints). ``strip_specials`` stops at the first
+        ``<stop>`` and drops ``<empty>`` and ``<start>`` (``<unk>``, a real token, is kept)."""
         if isinstance(ids, torch.Tensor):
             if ids.dim() != 1:
                 raise ValueError(f"ids must be a 1-D tensor, got shape {tuple(ids.shape)}")
@@ -210,10 +202,8 @@ def word_vocab(sentences: Iterable[str], min_freq: int = 1, max_size: int | None
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = 0):
-    """Pad id sequences to the longest into a (B, T) LongTensor, with a (B, T) BoolTensor mask.
-
-    The mask is True at real tokens and False at padding, which holds ``pad_id``.
-    """
+    """Pad id sequences to the longest into a (B, T) LongTensor, with a (B, T) BoolTensor mask,
+    True at real tokens and False at padding, which holds ``pad_id``."""
     if isinstance(sequences, (str, torch.Tensor)) or not isinstance(sequences, Sequence):
         raise TypeError("sequences must be a list of id sequences, got "
                         f"{type(sequences).__name__}")

@@ -1,7 +1,6 @@
-"""The training of every model of the book: `train`, one short loop (no Trainer class, just a
-function), with the learning-rate schedule of each step and hooks to resume from a
-checkpoint or stop early. It is also `seqlib.train`; seqlib.experiments.runs describes,
-caches and shares the training runs of the pages."""
+"""The training of every model of the book, `seqlib.train`: one short loop (no Trainer class),
+with the learning-rate schedule of each step and hooks to resume from a checkpoint or stop
+early; seqlib.experiments.runs describes, caches and shares the training runs of the pages."""
 
 import time
 from collections.abc import Callable, Iterable
@@ -29,23 +28,19 @@ def train(
     """Run optimisation steps start, ..., steps - 1 and return the history of losses.
 
     - `loss_fn(model, batch)` returns the scalar loss of one batch.
-    - `batches` is an iterable of batches (one per step to run) or a function
-      `step -> batch`.
+    - `batches` is an iterable of batches (one per step to run) or a function `step -> batch`.
     - `clip`, when given, rescales the gradient so its global 2-norm is at most `clip`
       (gradient clipping, the chapter's remedy for exploding gradients).
-    - `schedule`, when given, is the learning rate of each step as a fraction of the
-      optimizer's own rate: step s runs at schedule(s) times the rate each parameter group
-      started with (kept in the group as "initial_lr", the key of torch's schedulers). It
-      is the one learning-rate mechanism of the book: a function of the step alone, so a
-      resumed run needs no scheduler state.
+    - `schedule`, the book's one learning-rate mechanism: step s runs at schedule(s) times
+      the rate each parameter group started with (kept as "initial_lr", the key of torch's
+      schedulers), a function of the step alone, so a resumed run needs no scheduler state.
     - `start` and `history` resume a run: the first step to run and the history of the
       steps before it (both from a checkpoint, with the model's and optimizer's states).
     - `on_step(step, history)` is called after every step, for example to write a
       checkpoint; when it returns True, training stops after that step (a time limit).
 
-    The history has one entry per step: "loss", "grad_norm" (before clipping) and
-    "seconds" (wall time since the start of the run), so learning curves can be drawn
-    against steps, tokens seen or time.
+    The history has one entry per step: "loss", "grad_norm" (before clipping) and "seconds"
+    (wall time since the run started), for learning curves against steps, tokens or time.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive int, got {steps!r}")

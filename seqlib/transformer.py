@@ -1,19 +1,16 @@
 """Transformers of Section 7.5: layer normalisation, the transformer block (7.31) and its
 parameter count (7.32), the decoder block with its cross-attention (7.33), and the
-encoder-decoder transformer of Fig. 7.16, which decodes by (7.34). The decoder-only
-language model built of the same blocks is seqlib.lm.TransformerLM.
+encoder-decoder transformer of Fig. 7.16, which decodes by (7.34); seqlib.lm.TransformerLM
+is the decoder-only language model built of the same blocks.
 
-Tensors are (batch, time, features) with p features (the model dimension) throughout. The
-chapter's symbols: a block maps a_in^<t> to a_out^<t>; the encoder's output is the code
-z^<1>, ..., z^<T_in> (code may call it `memory`). Sequences are padded with <empty> to a
-fixed length (`pad_to_length`) or to the longest of a batch (seqlib.text.pad_batch).
-
-The transformer follows the decoding protocol of seqlib.seq2seq (`start`, `step`, `reorder`),
-so seqlib.decoding's greedy, sampling and beam search drive them. With `kv_cache = True`
-(the default; the key/value cache is beyond the chapter) each step feeds one token through
-the decoder, reusing the keys and values of the earlier steps; with False every step runs
-(7.34) on the whole prefix again. Both give the same tokens; the cache makes generating n
-tokens cost O(n) decoder steps, not O(n^2).
+Tensors are (batch, time, features), p features (the model dimension). A block maps
+a_in^<t> to a_out^<t>; the encoder's output is the code z^<1>, ..., z^<T_in> (`memory` in
+code). Sequences are padded with <empty> to a fixed length (`pad_to_length`) or to the
+longest of a batch (seqlib.text.pad_batch). The transformer follows the decoding protocol
+of seqlib.seq2seq. With `kv_cache = True` (the default; beyond the chapter) each step feeds
+one token through the decoder, reusing the earlier steps' keys and values, so n tokens cost
+O(n) decoder steps, not O(n^2); with False each step runs (7.34) on the whole prefix again,
+giving the same tokens.
 """
 
 import math
@@ -78,11 +75,9 @@ def residual(x: torch.Tensor, sublayer, norm: LayerNorm, dropout: nn.Module,
 
 
 def block_steps(block) -> list:
-    """The steps of a transformer block or decoder block in the order its forward runs
-    them, as (name, module) pairs: each sublayer, and its residual connection with its
-    LayerNorm, counted as one step as the chapter does (after the sublayer in the post-norm
-    block, its LayerNorm before it in the pre-norm one). 4 for a block, 6 for a decoder
-    block."""
+    """(name, module) pairs in the order a block's forward runs them: each sublayer, and its
+    residual connection with its LayerNorm as one step, as the chapter counts (the LayerNorm
+    first in a pre-norm block). 4 for a block, 6 for a decoder block."""
     steps = []
     skip = getattr(block, "residual", True)  # False: no residual connection to name
     for name, module, norm in block.sublayers():
@@ -101,13 +96,11 @@ class TransformerBlock(nn.Module):
         u_[3]^<t> = W_[2] S(W_[1] u_[2]^<t> + b_[1]) + b_[2]
         a_out^<t> = LayerNorm(u_[2]^<t> + u_[3]^<t>; gamma~, beta~),
 
-    with multi-head self-attention of H = `heads` heads of sizes m, m_v, a feed-forward
-    network of N_1 = n1 units, and no attention biases, so it has exactly the parameters of
-    (7.32). `norm_first=True` gives the pre-norm variant (a_in + MultiHead(LayerNorm(a_in)),
-    ...; beyond the chapter) that trains more easily in deep stacks; `bias=True` adds
-    torch's attention biases. Dropout, when asked for, acts where
-    torch.nn.TransformerEncoderLayer's does. `residual=False` drops both residual
-    connections (a_in and u_[2] are no longer added; for experiments on trainability).
+    with H = `heads` heads of sizes m, m_v, N_1 = n1 feed-forward units and no attention
+    biases: exactly the parameters of (7.32). Beyond the chapter: `norm_first=True`, the
+    pre-norm variant (a_in + MultiHead(LayerNorm(a_in)), ...), easier to train in deep stacks;
+    `bias=True`, torch's attention biases; `residual=False`, no residual connections (for
+    experiments on trainability). Dropout acts where torch.nn.TransformerEncoderLayer's does.
     `sublayers()` and `steps()` list what forward runs, in order.
 
     forward(x (B, T, p), *, mask=None (B, T), causal=False, cache=None) -> (B, T, p).
@@ -171,10 +164,9 @@ class TransformerBlock(nn.Module):
 
 
 class TransformerDecoderBlock(nn.Module):
-    """The transformer decoder block of Fig. 7.15 (b): causal multi-head self-attention
-    (7.27), then multi-head cross-attention whose keys and values come from the encoder's
-    code z, (7.33), then the feed-forward network, each followed (post-norm, the chapter's)
-    or preceded (norm_first) by its LayerNorm, with a residual connection; 6 steps:
+    """The transformer decoder block of Fig. 7.15 (b): causal multi-head self-attention (7.27),
+    cross-attention to the encoder's code z (7.33) and the feed-forward network, each with a
+    residual connection and its LayerNorm after (post-norm, the chapter's) or before (norm_first):
 
         u_[1]^<t> = MaskedMultiHead(a_in)^<t>,      u_[2]^<t> = LayerNorm(a_in^<t> + u_[1]^<t>),
         u_[3]^<t> = MultiHead(u~ = u_[2], z)^<t>,   u_[4]^<t> = LayerNorm(u_[2]^<t> + u_[3]^<t>),
@@ -182,8 +174,7 @@ class TransformerDecoderBlock(nn.Module):
 
     forward(y (B, T, p), memory (B, T_in, p): the code z, *, memory_mask=None (B, T_in),
     cache=None, need_weights=False) -> a_out (B, T, p), and the cross-attention weights
-    (B, H, T, T_in) if asked. `cache` is a dict {"self": {}, "cross": {}} for step-by-step
-    decoding.
+    (B, H, T, T_in) if asked; `cache`, {"self": {}, "cross": {}}, is for decoding step by step.
     """
 
     def __init__(self, p: int, heads: int, m: int | None = None, m_v: int | None = None,
@@ -248,10 +239,9 @@ def transformer_block_params(p: int, n1: int, m: int, m_v: int, heads: int,
 
 
 def pad_to_length(sequences, length: int, pad_id: int = 0):
-    """Id sequences padded with <empty> (`pad_id`) to the transformer's fixed length, as
-    Section 7.5 describes: (B, length) ids and a (B, length) mask, True at real tokens. A
-    sequence longer than `length` raises a ValueError (the chapter leaves such inputs to
-    mechanisms outside the transformer)."""
+    """Id sequences padded with <empty> (`pad_id`) to the fixed length of Section 7.5: (B, length)
+    ids and a (B, length) mask, True at real tokens. A longer sequence raises a ValueError
+    (the chapter leaves such inputs to mechanisms outside the transformer)."""
     positive_int("length", length)
     ids, mask = pad_batch(sequences, pad_id)  # (B, longest)
     if ids.shape[1] > length:
@@ -278,20 +268,17 @@ def select_batch(state, index: torch.Tensor):
 class Transformer(nn.Module):
     """The encoder-decoder transformer of Fig. 7.16 (Vaswani et al., 2017).
 
-    Token embeddings plus sinusoidal positions t = 1, 2, ... (7.29)-(7.30); as in the
-    paper and beyond the chapter, the embeddings have entries of standard deviation
-    p^(-1/2) and are multiplied by sqrt(p). Then `num_layers` transformer blocks (7.31)
-    over the source with its padding mask, whose output is the code z; `num_decoder_layers`
-    (default num_layers) decoder blocks over the target, each fed z by its cross-attention
-    (7.33); an output layer (p -> d_V, the target vocabulary; its softmax is in the loss).
-    With `norm_first` (beyond the chapter), a final LayerNorm closes each stack, as in
-    torch.nn.Transformer.
+    Token embeddings (as in the paper and beyond the chapter, of entries of standard deviation
+    p^(-1/2), times sqrt(p)) plus sinusoidal positions t = 1, 2, ... (7.29)-(7.30); `num_layers`
+    blocks (7.31) over the padded source, whose output is the code z; `num_decoder_layers`
+    (default num_layers) decoder blocks, each fed z by cross-attention (7.33); an output
+    layer p -> d_V, the target vocabulary (its softmax is in the loss). With `norm_first`
+    (beyond the chapter), a final LayerNorm closes each stack, as in torch.nn.Transformer.
 
-    forward(src (B, T_in), src_mask (B, T_in), tgt_in (B, T), return_attention=False)
-    returns the teacher-forced logits (B, T, d_V) in one parallel pass (the teacher-forced
-    form of (7.34): the causal mask gives position t the targets before it only), and with
-    return_attention the cross-attention weights of every decoder layer, a list of
-    (B, H, T, T_in).
+    forward(src (B, T_in), src_mask (B, T_in), tgt_in (B, T), return_attention=False) returns
+    the teacher-forced logits (B, T, d_V) in one parallel pass ((7.34), the causal mask giving
+    position t the targets before it only), and with return_attention the cross-attention
+    weights of every decoder layer, a list of (B, H, T, T_in).
     """
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, p: int, heads: int,

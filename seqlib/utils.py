@@ -11,11 +11,8 @@ DEVICE_VARIABLE = "SEQLIB_DEVICE"
 
 
 def seed_everything(seed: int) -> torch.Generator:
-    """Seed Python, NumPy and PyTorch, make PyTorch deterministic, return a CPU generator.
-
-    Random data in the book is drawn on the CPU from the returned generator, so it is the
-    same whatever device the models run on.
-    """
+    """Seed Python, NumPy and PyTorch, make PyTorch deterministic, return a CPU generator: the
+    book draws its random data from it, the same whatever device the models run on."""
     if not isinstance(seed, int) or isinstance(seed, bool):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
     random.seed(seed)
@@ -28,11 +25,8 @@ def seed_everything(seed: int) -> torch.Generator:
 
 
 def default_device() -> torch.device:
-    """The device named by SEQLIB_DEVICE, else CUDA when available, else the CPU.
-
-    On a GPU, TF32 is switched off so that float32 results keep full precision and the
-    book's checks keep their tolerances.
-    """
+    """The device named by SEQLIB_DEVICE, else CUDA when available, else the CPU. On a GPU,
+    TF32 is off, so float32 results keep full precision and the book's checks their tolerances."""
     name = os.environ.get(DEVICE_VARIABLE, "").strip()
     if not name:
         name = "cuda" if torch.cuda.is_available() else "cpu"
