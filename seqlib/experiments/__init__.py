@@ -6,12 +6,14 @@ of seqlib itself, which never import this package.
   once and cached, several at once in worker processes, the book and full profiles, the
   learning-rate schedules and optimizers.
 - One module per experiment, each importing `runs` and the chapter library, never another
-  experiment: `shakespeare` (character-level language models, pages 06, 12),
-  `translation` (Multi30k, pages 07, 08, 11, 16-18), `forecasting` (page 13), `sentiment`
-  (14), `captioning` (15), `window` (19), `length` (20), `trainability` (21) and
-  `pretraining` (22).
-- The parts they share: `classify` (sequence classifiers, pages 14 and 22), `ngrams`
-  (NBSVM), `bpe` (byte-pair encoding), `digits` (MNIST strips) and `calibration`.
+  experiment: `translation` (Multi30k, pages 07, 08, 11, 16-18), `forecasting` (page 13),
+  `sentiment` (14), `captioning` (15), `window` (19), `length` (20), `trainability` (21)
+  and `pretraining` (22).
+- The parts they share: `shakespeare` (the character-level language models of pages 06
+  and 12 and their configurations, which pages 19-21 reuse), `streams` (language modelling
+  on one long text), `datasets` (the data sets of the pages beyond the chapter),
+  `classify` (sequence classifiers, pages 14 and 22), `ngrams` (NBSVM), `bpe` (byte-pair
+  encoding), `digits` (MNIST strips) and `calibration`.
 - `run`: the command line of the full-profile runs, on one GPU or several
   (`python -m seqlib.experiments.run`).
 """
