@@ -12,8 +12,11 @@ Ties. When several pairs share the highest count, the pair that appeared first w
 pairs of the words as given, read in order (a `Counter` keeps the order in which words were
 first counted), each word left to right, then the pairs that merges create, in the order
 they are created. Other implementations break ties differently (Hugging Face `tokenizers`
-prefers the pair of smaller symbol ids), so their merge lists order a tie's pairs
-differently; the merges learned up to the end of a tie are the same.
+prefers the pair of smaller symbol ids), so two learners agree only until the first tie
+they break differently. After it they may part for good: when the tied pairs overlap in a
+word (n+e and e+w in "newest"), merging one first lowers the other's count. On the four
+words of Sennrich et al.'s example the first 10 merges of the two share 5; given the same
+merges, the two encoders split words alike (tests/test_bpe.py).
 """
 
 import heapq
