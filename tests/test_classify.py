@@ -150,6 +150,21 @@ def test_stratified_folds_and_split():
         sentiment.stratified_split(labels, (8, 0))
 
 
+def test_words_of_two_letters_drop_punctuation_and_one_letter_words():
+    assert sentiment.words_of_two_letters("it's a gem , 10/10 !") == ["it", "gem", "10", "10"]
+
+
+def test_nbsvm_folds_trains_on_every_other_fold():
+    words = [["good", "fine"], ["bad", "awful"]] * 10  # separable: every fold right
+    labels = torch.tensor([1, 0] * 10)
+    folds = sentiment.stratified_folds(labels, 5, seed=0)
+    assert sentiment.nbsvm_folds(words, labels, folds) == [1.0] * 5
+    # a fold whose words the others never saw: NBSVM has nothing to go on there
+    unseen = [["x"], ["y"]] + words[2:]
+    one = [torch.tensor([0, 1])] + [torch.arange(2 + 2 * i, 4 + 2 * i) for i in range(9)]
+    assert sentiment.nbsvm_folds(unseen, labels, one)[0] == 0.5
+
+
 def test_batches_cover_an_epoch_with_little_padding():
     ids = [[4] * n for n in range(1, 41)]
     labels = torch.arange(40) % 2

@@ -1,5 +1,5 @@
 """The sentiment experiment of the book (beyond the chapter): sentence classification on the
-sentence polarity data set of seqlib.data.movie_reviews, with the classifiers of
+sentence polarity data set of seqlib.experiments.datasets.movie_reviews, with the classifiers of
 seqlib.experiments.classify.
 
 - splits: seeded stratified folds (`stratified_folds`, 10 of them for cross-validation, the
@@ -16,6 +16,7 @@ seqlib.experiments.classify.
 - `cross_validate`: the whole protocol once per fold.
 """
 
+import re
 import time
 from functools import partial
 
@@ -24,16 +25,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib.checks import check_ids, positive_int
-from seqlib.embeddings import (
-    SkipGram,
-    noise_distribution,
-    sample_negatives,
-    skipgram_pairs,
-    subsample,
-)
+from seqlib.embeddings import SkipGram, skipgram_pairs
 from seqlib.experiments import classify, runs
 from seqlib.experiments.classify import build, predict
 from seqlib.experiments.ngrams import NBSVM
+from seqlib.experiments.word2vec import noise_distribution, sample_negatives, subsample
 from seqlib.text import word_tokenize, word_vocab
 from seqlib.utils import seed_everything
 
@@ -232,3 +228,21 @@ def cross_validate(pairs: list, config: dict, *, kind: str = "lstm", k: int = 10
                         "weights": combiner.weight.squeeze(0).tolist(),
                         "seconds": time.perf_counter() - start})
     return results
+
+
+def nbsvm_folds(sentences: list, labels: torch.Tensor, folds: list) -> list[float]:
+    """NBSVM as Wang & Manning run it: for each fold, trained on all the other folds (nine
+    of ten) and tested on it; `sentences` are token lists. The test accuracy per fold."""
+    accuracies = []
+    for i, test in enumerate(folds):
+        train = torch.cat([f for j, f in enumerate(folds) if j != i])
+        model = NBSVM().fit([sentences[j] for j in train.tolist()], labels[train])
+        accuracies.append(score_accuracy(model.decision([sentences[j] for j in test.tolist()]),
+                                         labels[test]))
+    return accuracies
+
+
+def words_of_two_letters(sentence: str) -> list[str]:
+    """The tokens of scikit-learn's default pattern: runs of two or more letters, digits or
+    underscores, so punctuation and one-letter words are dropped."""
+    return re.findall(r"(?u)\b\w\w+\b", sentence)
