@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.patches import FancyBboxPatch  # noqa: E402
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 
 from seqlib import RNN  # noqa: E402
 from seqlib.diagrams import COLOURS  # noqa: E402
@@ -44,6 +44,25 @@ def test_tasks_draws_one_unit_per_word():
     words = sum(len(s.split()) for s in (sentiment, source, target, caption))
     assert len(boxes(fig, "unit")) == 5 + words  # (a) draws 5 units and two ellipses
     assert "happy, sad, indifferent" in texts(fig) and "écrire" in texts(fig)
+
+
+def test_tasks_passes_the_code_from_the_encoder_to_the_decoder():
+    """Fig. 7.1 (c): one arrow, on the units' line, joins the right edge of the last
+    encoder unit to the left edge of the first decoder unit."""
+    source, target = "a b c", "x y <end>"
+    fig = diagrams.tasks("good", ["happy"], source, target, "one two")
+    ax = fig.axes[2]
+    units = sorted((p for p in ax.patches if isinstance(p, FancyBboxPatch)
+                    and to_hex(p.get_facecolor()) == COLOURS["unit"]), key=lambda p: p.get_x())
+    assert len(units) == 6
+    last_encoder, first_decoder = units[2], units[3]
+    right = last_encoder.get_x() + last_encoder.get_width()
+    y = last_encoder.get_y() + last_encoder.get_height() / 2
+    joins = [p for p in ax.patches if isinstance(p, FancyArrowPatch)
+             and p._posA_posB[0][0] >= right - 0.05
+             and p._posA_posB[1][0] <= first_decoder.get_x() + 0.05
+             and p._posA_posB[0][1] == p._posA_posB[1][1] == pytest.approx(y)]
+    assert len(joins) == 1
 
 
 def test_paradigms_draws_the_units_inputs_and_outputs_it_is_given():

@@ -102,6 +102,8 @@ def tasks(sentiment: str, classes: list[str], source: str, target: str, caption:
     enc = unrolled(ax, ["unit"] * len(source), source, None, y=1.9)
     dec = unrolled(ax, ["unit"] * len(target), ["<start>"] + target[:-1], target,
                    x0=enc[-1] + 1.4, y=1.9, input_colours=["black"] + [gray] * len(target))
+    arrow(ax, (enc[-1] + 0.5, 1.9), (dec[0] - 0.5, 1.9))  # the encoder's last state: the code
+    label(ax, (enc[-1] + dec[0]) / 2, 2.3, "$z$", fontsize=10, color=gray)
     for xs, name in ((enc, "encoder"), (dec, "decoder")):
         label(ax, (xs[0] + xs[-1]) / 2, 0.15, name, fontsize=9, style="italic")
 
