@@ -127,8 +127,9 @@ def check_sequence_loss(attempt: Callable) -> None:
                 "-log y_hat_k with y_hat = softmax(logits), for instance -log_softmax":
                     ((picked * real).sum(1) / real.sum(1)).mean(),
                 "it is the mean over all the real steps of the batch, so a long sequence "
-                "weighs more than a short one; (7.4) first averages each sequence over its "
-                "own T_b steps, then the B sequences": C_t[mask].mean(),
+                "weighs more than a short one (the weighting the translation pages choose, "
+                "which is not (7.4)); (7.4) first averages each sequence over its own T_b "
+                "steps, then the B sequences": C_t[mask].mean(),
                 "the padded steps are counted: leave them out with the mask":
                     C_t.mean(),
                 "each sequence is divided by the padded length T; divide by its own number "
