@@ -76,7 +76,7 @@ test-gpu: $(STAMP)
 
 # On a GPU, in about 9 minutes: the benchmarks, test-gpu's check of the chapters and the full
 # profile's three headline runs, sized to the time (benchmarks/gpu_check.py); writes
-# _build/gpu-check/gpu-check.md, the section of the results page (book/gpu-check.md).
+# _build/gpu-check/gpu-check.md, the record on the measurements page (book/gpu-check.md).
 gpu-check: $(STAMP)
 	$(BIN)/python -m benchmarks.gpu_check --out _build/gpu-check
 

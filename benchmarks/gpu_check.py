@@ -17,8 +17,9 @@ Within --budget seconds of wall time it runs, on SEQLIB_DEVICE (cuda by default)
      trains for its profile's steps or, where they do not fit in the time left, for as
      many as do (the learning-rate schedule is then that of the shorter run, and the
      results say so), and is evaluated;
-3. writes OUT/gpu-check.json (all it measured) and OUT/gpu-check.md (the section of the
-   results page), with the logs and the benchmarks' tables beside them.
+3. writes OUT/gpu-check.json (all it measured) and OUT/gpu-check.md (the record on the
+   measurements page, book/gpu-check.md), with the logs and the benchmarks' tables beside
+   them.
 
 `--tiny` runs the same steps on the CPU in about a minute, with tiny configurations, one
 chapter and the benchmarks' smoke runs, so that the real run cannot fail on a slip.
@@ -295,7 +296,7 @@ def machine_report(device: str) -> dict:
 
 
 def result(run: dict) -> str:
-    """A finished run's figures, as the results page shows them."""
+    """A finished run's figures, as the measurements page shows them."""
     if "bleu_greedy" in run:
         return f"BLEU {run['bleu_greedy']:.1f} greedy, {run['bleu_beam4']:.1f} beam 4"
     best = (f"best {run['val_loss_best']:.3f} (step {run['val_loss_best_step']:,}), "
@@ -304,7 +305,7 @@ def result(run: dict) -> str:
 
 
 def markdown(report: dict) -> str:
-    """The section of the results page: the device, the chapters, the headline runs."""
+    """The record on the measurements page: the device, the chapters, the headline runs."""
     m = report["machine"]
     where = (f"{m['gpu']} ({m['gpu_memory_gib']} GiB, driver {m['driver']}) and "
              f"{m['cores']} CPU cores" if "gpu" in m else f"the CPU ({m['cores']} cores)")
