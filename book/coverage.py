@@ -43,16 +43,33 @@ def load() -> dict:
 
 
 def _cell(text) -> str:
-    """Text for a Markdown table cell: no line breaks, no bare pipes."""
-    return str(text).replace("\n", " ").replace("|", "\\|")
+    """Text for a table cell: one line, no bare pipes, and `<` escaped, so that the
+    chapter's tokens (<stop>, <empty>, x^<1>) show as written rather than as HTML tags."""
+    return str(text).replace("\n", " ").replace("|", "\\|").replace("<", "\\<")
 
 
 def _code(text) -> str:
-    return f"`{_cell(text)}`" if text else "(in the text)"
+    """Inline code, on one line."""
+    return "`" + " ".join(str(text).splitlines()) + "`"
 
 
 def _page(home: str) -> str:
     return f"[{TITLES.get(home, home)}](../notebooks/{home}.ipynb)"
+
+
+def _table(widths: list[int], header: list[str], rows: list[list[list[str]]]) -> list[str]:
+    """A MyST list-table; each cell is a list of paragraphs (lines within one are joined
+    by hard line breaks). The code of a row (what implements it, what checks it) sits on
+    lines of its own under the row's description, in the table's widest column, so that
+    long code wraps there instead of widening the table past the book's column."""
+    lines = ["```{list-table}", ":header-rows: 1", f":widths: {' '.join(map(str, widths))}",
+             ""]
+    for row in [[[h] for h in header], *rows]:
+        for k, paragraphs in enumerate(row):
+            cell = "\n\n".join(paragraphs).splitlines()
+            lines.append(("* - " if k == 0 else "  - ") + cell[0])
+            lines += [f"    {line}" if line else "" for line in cell[1:]]
+    return lines + ["```"]
 
 
 def render(data: dict) -> str:
@@ -65,32 +82,41 @@ def render(data: dict) -> str:
         "book, with the page that is its home here and the check that backs it. This page is",
         "generated from one data file, `book/coverage.yml`, and a test holds the chapters to",
         "it: each equation has exactly one tagged display, each figure its captioned",
-        "counterpart, each number the code that recomputes it. The pages that go beyond the",
-        "chapter are listed at the end.",
+        "counterpart, each number the code that recomputes it. Under each description are",
+        "the seqlib object that implements it and the check: a line of a code cell of its",
+        "home page. The pages that go beyond the chapter are listed at the end.",
         "",
         f"## Equations ({len(equations)})",
         "",
-        "| equation | what it says | home | implemented by | checked by |",
-        "| --- | --- | --- | --- | --- |",
     ]
+    rows = []
     for number, eq in equations.items():
         label = "eq-" + number.replace(".", "-")
-        lines.append(f"| [({number})]({label}) | {_cell(eq['what'])} | {_page(eq['home'])} "
-                     f"| {_code(eq['code'])} | {_code(eq['check'])} |")
-    lines += ["", f"## Figures ({len(figures)})", "",
-              "| figure | what it shows | home | drawn by |", "| --- | --- | --- | --- |"]
+        implemented = "computed in the notebook" if eq["code"] == "notebook" \
+            else f"implemented by {_code(eq['code'])}"
+        rows.append([[f"[({number})]({label})"],
+                     [_cell(eq["what"]), f"{implemented}\\\nchecked by {_code(eq['check'])}"],
+                     [_page(eq["home"])]])
+    lines += _table([12, 63, 25], ["equation", "what it says, its code and its check", "home"],
+                    rows)
+    lines += ["", f"## Figures ({len(figures)})", ""]
+    rows = []
     for number, fig in figures.items():
         label = "fig-" + number.replace(".", "-")
-        drawn = "the notebook, from a model" if fig["drawn_by"] == "notebook" \
-            else f"`{fig['drawn_by']}`"
-        lines.append(f"| [Fig. {number}]({label}) | {_cell(fig['what'])} | "
-                     f"{_page(fig['home'])} | {drawn} |")
-    lines += ["", f"## Stated numbers and worked examples ({len(numbers)})", "",
-              "| section | value | what | home | checked by |", "| --- | --- | --- | --- | --- |"]
+        drawn = "drawn by the notebook, from a model" if fig["drawn_by"] == "notebook" \
+            else f"drawn by {_code(fig['drawn_by'])}"
+        rows.append([[f"[Fig. {number}]({label})"], [_cell(fig["what"]), drawn],
+                     [_page(fig["home"])]])
+    lines += _table([12, 63, 25], ["figure", "what it shows, and what draws it", "home"], rows)
+    lines += ["", f"## Stated numbers and worked examples ({len(numbers)})", ""]
+    rows = []
     for item in numbers:
-        check = _code(item["check"]) if item["check"] else f"cited: {_cell(item.get('note', ''))}"
-        lines.append(f"| {item['section']} | {_cell(item['value'])} | {_cell(item['what'])} | "
-                     f"{_page(item['home'])} | {check} |")
+        check = f"checked by {_code(item['check'])}" if item["check"] \
+            else _cell(item.get("note", ""))
+        rows.append([[item["section"]], [_cell(item["value"])], [_cell(item["what"]), check],
+                     [_page(item["home"])]])
+    lines += _table([9, 20, 48, 23], ["section", "value", "what it is, and its check", "home"],
+                    rows)
     beyond = data["beyond"]
     lines += ["", f"## Beyond the chapter ({len(beyond)} pages)", "",
               "| page | where the chapter touches it | what the page adds |", "| --- | --- | --- |"]
