@@ -25,7 +25,8 @@ def load() -> tuple[dict, dict]:
 def _minutes(seconds: float) -> str:
     if seconds < 60:
         return "under a minute"
-    return f"about {round(seconds / 30) / 2:g} minutes"
+    minutes = round(seconds / 30) / 2  # to the half minute
+    return f"about {minutes:g} minute{'' if minutes == 1 else 's'}"
 
 
 def render(page: str, chapters: dict, coverage: dict) -> str:
