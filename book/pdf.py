@@ -7,18 +7,32 @@ by headless Chromium.
 (`make pdf` runs both.) The page is served from 127.0.0.1 and nothing is fetched from
 outside: MathJax, its fonts and every figure come from the build. Before printing, the
 script opens what the HTML hides behind a click (the exercises' solutions and hidden code
-cells: paper has no buttons), waits for every figure and for MathJax to finish, and starts
-each chapter on a new page. The PDF has page numbers and an outline (bookmarks) of the
-chapters and their sections.
+cells: paper has no buttons), leaves out each chapter's Colab set-up cell (it does nothing
+off Colab), waits for every figure and for MathJax to finish, and starts each chapter on a
+new page. Shadows are not printed: Chromium rasterises each blurred box-shadow into an
+image of its own, hundreds of them.
+
+The book is printed twice: the first print tells on which sheet each chapter's title
+lands (the named destination of its heading), the contents page is given those numbers,
+in space kept for them, so that nothing moves, and the second print is the book, each
+sheet numbered at its foot. Its outline (bookmarks) is then written from the headings
+themselves, one entry per heading with its text once, nested as the sections are. The PDF
+is not tagged: for this book Chromium's structure tree holds some 190,000 elements, written
+uncompressed (about 19 MB, 40% of the file), and its own outline, read from that tree,
+doubles the title of a heading that falls at a sheet's foot and glues the words of one
+that wraps.
 
 It fails, naming what is wrong, when MathJax reports an error, leaves an equation
 untypeset, or a figure does not load. Chromium is `SEQLIB_CHROMIUM` if set, else `chromium`
-on the PATH; Playwright drives it (the test extra installs it).
+on the PATH; Playwright drives it and pypdf writes the outline (the test extra installs
+both).
 """
 
 import argparse
 import functools
 import http.server
+import io
+import logging
 import os
 import pathlib
 import shutil
@@ -47,6 +61,28 @@ CHROMIUM_ARGS = [
 # outputs wrap instead of scrolling, and each page of the book starts on a new sheet.
 PRINT_CSS = """
 @media print {
+  /* No shadows: Chromium prints each blurred box-shadow (cells, admonitions, dropdowns)
+     as an image, hundreds of them. In a cascade layer, these !important rules win over the
+     theme's !important ones, whatever their selectors. */
+  @layer print-flat {
+    *, *::before, *::after {
+      box-shadow: none !important; text-shadow: none !important; filter: none !important;
+      backdrop-filter: none !important;
+    }
+  }
+  /* The Colab set-up cell (marked by PREPARE_JS) does nothing off Colab. */
+  .print-omit { display: none !important; }
+  /* The contents: title, dotted leader, sheet number. The number has a fixed width, so
+     that filling it in after the first print moves nothing. */
+  #jb-print-toc li { list-style: none; margin: 0.15em 0; break-inside: avoid; }
+  #jb-print-toc a.nav-link { display: flex !important; align-items: baseline; padding: 0; }
+  #jb-print-toc .toc-title { flex: 0 1 auto; }
+  #jb-print-toc .toc-leader {
+    flex: 1 1 1em; margin: 0 0.4em; border-bottom: 1px dotted #888; min-width: 1em;
+  }
+  #jb-print-toc .toc-page {
+    flex: 0 0 2.5em; text-align: right; font-variant-numeric: tabular-nums;
+  }
   .bd-header, .bd-header-article, .bd-sidebar-primary, .bd-sidebar-secondary, .bd-footer,
   .bd-footer-article, .bd-footer-content, .prev-next-area, .header-article-items,
   .headerlink, .copybtn, .toggle-button, .skip-link, #pst-back-to-top { display: none !important; }
@@ -71,7 +107,7 @@ PRINT_CSS = """
     white-space: normal !important; overflow-wrap: anywhere; word-break: break-word;
   }
   mjx-container[display="true"] { overflow: visible !important; break-inside: avoid; }
-  h1, h2, h3, h4 { break-after: avoid; }
+  h1, h2, h3, h4, h5, h6 { break-after: avoid; break-inside: avoid; }
   span[id^="document-"] + section { break-before: page; }
   .toggle-hidden, .cell.tag_hide-cell .cell_input, .cell.tag_hide-input .cell_input {
     display: block !important; visibility: visible !important; height: auto !important;
@@ -83,6 +119,17 @@ PRINT_CSS = """
 # MathJax and its fonts. Returns what went wrong.
 PREPARE_JS = """
 async () => {
+  // The Colab set-up cell (the first code cell of each notebook) installs the package on
+  // Colab only: paper leaves it out.
+  let colab = 0;
+  for (const cell of document.querySelectorAll("main div.cell")) {
+    const input = cell.querySelector(".cell_input");
+    const source = input ? input.textContent : "";
+    if (source.includes('"google.colab" in sys.modules') && source.includes("pip install")) {
+      cell.classList.add("print-omit");
+      colab += 1;
+    }
+  }
   document.querySelectorAll("details").forEach((d) => { d.open = true; });
   document.querySelectorAll(".toggle-hidden").forEach((e) => e.classList.remove("toggle-hidden"));
   const imgs = Array.from(document.querySelectorAll("main img"));
@@ -109,7 +156,101 @@ async () => {
   for (const block of document.querySelectorAll(blocks)) {
     if (block.getBoundingClientRect().height < 300) { block.classList.add("keep-whole"); }
   }
-  return {broken, untypeset, errors, images: imgs.length, maths: maths.length};
+  // The outline: every section's heading, with an id of its own (a singlehtml build repeats
+  // section ids: every chapter has its "exercises") and a link to it, so that Chromium
+  // writes a named destination where it prints. A page of the book is a section that
+  // follows a "document-" anchor, or the root's first section.
+  const texOf = new Map();
+  for (const item of (window.MathJax && MathJax.startup && MathJax.startup.document
+                      ? MathJax.startup.document.math : [])) {
+    if (item.typesetRoot) { texOf.set(item.typesetRoot, item.math); }
+  }
+  const text = (node) => {
+    if (node.nodeType === Node.TEXT_NODE) { return node.nodeValue; }
+    if (node.nodeType !== Node.ELEMENT_NODE || node.matches(".headerlink")) { return ""; }
+    if (texOf.has(node)) { return texOf.get(node); }
+    return Array.from(node.childNodes, text).join("");
+  };
+  const pages = new Set([document.querySelector("main article.bd-article section"),
+                         ...document.querySelectorAll('main span[id^="document-"] + section')]);
+  // A section's heading: its first heading child (a label's anchor may come before it).
+  const HEADING = ":scope > :is(h1, h2, h3, h4, h5, h6)";
+  const headings = [];
+  const add = (h, level, page) => {
+    h.id = `pdf-heading-${headings.length}`;
+    headings.push({id: h.id, level, page, title: text(h).replace(/\\s+/g, " ").trim()});
+  };
+  // The theme prints the book's title above the contents and hides the article's first h1
+  // (sphinx-book-theme's print style): that title and the contents stand for the root
+  // page's heading and its first section.
+  const printTitle = document.querySelector("#jb-print-docs-body h1");
+  const printContents = document.querySelector("#jb-print-toc h2");
+  for (const h of document.querySelectorAll("main article :is(h1, h2, h3, h4, h5, h6)")) {
+    const section = h.parentElement;
+    if (section.tagName !== "SECTION" || section.querySelector(HEADING) !== h
+        || h.closest(".print-omit")) { continue; }
+    const level = Number(h.tagName[1]);
+    if (printTitle && h.matches("article h1:first-of-type")) {
+      add(printTitle, level, true);
+      if (printContents) { add(printContents, level + 1, false); }
+    } else {
+      add(h, level, pages.has(section));
+    }
+  }
+  const links = document.createElement("nav");
+  links.style.display = "none";
+  for (const h of headings) {
+    const a = document.createElement("a");
+    a.href = "#" + h.id;
+    links.append(a);
+  }
+  document.body.append(links);
+  // The contents: each entry links to its page's title (the "document-" anchor sits at the
+  // foot of the sheet before) and gets a place for its sheet number.
+  const contents = [], unresolved = [];
+  for (const a of document.querySelectorAll('#jb-print-toc a[href^="#document-"]')) {
+    const anchor = document.getElementById(a.getAttribute("href").slice(1));
+    const section = anchor && anchor.nextElementSibling;
+    const h = section && section.querySelector(HEADING);
+    if (!h || !h.id.startsWith("pdf-heading-")) {
+      unresolved.push(a.getAttribute("href"));
+      continue;
+    }
+    a.setAttribute("href", "#" + h.id);
+    const title = document.createElement("span");
+    title.className = "toc-title";
+    title.append(...a.childNodes);
+    const leader = document.createElement("span");
+    leader.className = "toc-leader";
+    const number = document.createElement("span");
+    number.className = "toc-page";
+    a.append(title, leader, number);
+    contents.push(h.id);
+  }
+  return {broken, untypeset, errors, images: imgs.length, maths: maths.length, colab,
+          headings, contents, unresolved};
+}
+"""
+
+# Lays the page out afresh. Printed twice from the same layout, Chromium may break a sheet
+# on either side of a heading at the foot of a sheet (711 sheets, then 712); printed from a
+# fresh layout each time, it breaks where it did the first time.
+RELAYOUT_JS = """
+() => {
+  const body = document.body, display = body.style.display;
+  body.style.display = "none";
+  void body.offsetHeight;
+  body.style.display = display;
+  void body.offsetHeight;
+}
+"""
+
+# Writes each contents entry's sheet number: {heading id: number}.
+NUMBER_CONTENTS_JS = """
+(numbers) => {
+  for (const [id, number] of Object.entries(numbers)) {
+    document.querySelector(`#jb-print-toc a[href="#${id}"] .toc-page`).textContent = number;
+  }
 }
 """
 
@@ -129,6 +270,21 @@ FOOTER = """
   <span class="pageNumber"></span> / <span class="totalPages"></span>
 </div>
 """
+
+# Chromium's own outline and tags are off: write_book writes the outline (see the
+# docstring).
+PDF_OPTIONS = {
+    "format": "A4",
+    "margin": {"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"},
+    "print_background": True,
+    "display_header_footer": True,
+    "header_template": "<span></span>",
+    "footer_template": FOOTER,
+    "outline": False,
+    "tagged": False,
+}
+# Prints at most: the first gives the sheet numbers, the second should keep them.
+MAX_PRINTS = 3
 
 
 def log(message: str) -> None:
@@ -193,6 +349,75 @@ class BookHandler(http.server.SimpleHTTPRequestHandler):
         """Log nothing."""
 
 
+def destinations(reader) -> dict[str, tuple[int, float, float]]:
+    """The named destinations of a printed book: {name: (sheet index, left, top)}."""
+    found = {}
+    for name, dest in reader.named_destinations.items():
+        left, top = (float(v) if isinstance(v, (int, float)) else None
+                     for v in (dest.left, dest.top))
+        found[name.removeprefix("/")] = (reader.get_destination_page_number(dest), left, top)
+    return found
+
+
+def print_numbered(page, report: dict):
+    """Print the prepared page until the contents' sheet numbers are those where each
+    chapter's title lands; return the last print (a pypdf reader) and the named
+    destinations of its headings."""
+    import pypdf
+
+    # Chromium's trailer understates the number of objects, which pypdf reports at each
+    # read; it reads the file whole all the same.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    numbers: dict[str, int] = {}
+    titles = {h["id"]: h["title"] for h in report["headings"]}
+    moved: list[str] = []
+    for attempt in range(1, MAX_PRINTS + 1):
+        start = time.perf_counter()
+        page.evaluate(RELAYOUT_JS)
+        reader = pypdf.PdfReader(io.BytesIO(page.pdf(**PDF_OPTIONS)))
+        log(f"print {attempt}: {len(reader.pages)} sheets in {time.perf_counter() - start:.0f} s")
+        dests = destinations(reader)
+        missing = [h["title"] for h in report["headings"] if h["id"] not in dests]
+        if missing:
+            raise SystemExit(f"headings without a destination in the PDF: {missing[:10]}")
+        found = {id_: dests[id_][0] + 1 for id_ in report["contents"]}
+        if found == numbers:
+            return reader, dests
+        moved = [f"{titles[i]}: {numbers[i]} -> {n}" for i, n in found.items()
+                 if numbers and numbers[i] != n]
+        numbers = found
+        page.evaluate(NUMBER_CONTENTS_JS, {id_: str(n) for id_, n in numbers.items()})
+    raise SystemExit(f"the contents' page numbers did not settle in {MAX_PRINTS} prints; "
+                     f"the last print moved {moved[:5]}")
+
+
+def write_book(reader, headings: list[dict], dests: dict, out: pathlib.Path) -> None:
+    """Write the printed book to `out` with its outline: each page of the book and, under
+    it, its sections, as deep as the headings go (the contents are the first section of the
+    root page)."""
+    from pypdf import PdfWriter
+    from pypdf.generic import Fit
+
+    writer = PdfWriter(clone_from=reader)
+    stack: list[tuple[int, object]] = []  # (depth, outline item) of the open sections
+    page_level = 1
+    for heading in headings:
+        if heading["page"]:
+            depth, page_level = 0, heading["level"]
+        else:
+            depth = max(1, heading["level"] - page_level)
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        sheet, left, top = dests[heading["id"]]
+        item = writer.add_outline_item(title=heading["title"], page_number=sheet,
+                                       parent=stack[-1][1] if stack else None,
+                                       fit=Fit.xyz(left, top), is_open=False)
+        stack.append((depth, item))
+    writer.page_mode = "/UseOutlines"
+    with open(out, "wb") as f:
+        writer.write(f)
+
+
 def print_pdf(html_dir: pathlib.Path, out: pathlib.Path) -> dict:
     """Print the singlehtml build in `html_dir` to `out`; return what the page held."""
     from playwright.sync_api import sync_playwright
@@ -243,20 +468,18 @@ def print_pdf(html_dir: pathlib.Path, out: pathlib.Path) -> dict:
                     problems.append(f"requests leaving {LOCAL_HOST}: {foreign[:10]}")
                 if failed:
                     problems.append(f"resources that failed to load: {failed[:10]}")
+                if not report["contents"]:
+                    problems.append("no contents (the theme's #jb-print-toc) to number")
+                if report["unresolved"]:
+                    problems.append(f"contents entries whose page has no title: "
+                                    f"{report['unresolved'][:10]}")
                 if problems:
                     raise SystemExit("the book cannot be printed:\n- " + "\n- ".join(problems))
+                log(f"{len(report['headings'])} headings; left out {report['colab']} Colab "
+                    "set-up cells")
+                reader, dests = print_numbered(page, report)
                 out.parent.mkdir(parents=True, exist_ok=True)
-                page.pdf(
-                    path=str(out),
-                    format="A4",
-                    margin={"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"},
-                    print_background=True,
-                    display_header_footer=True,
-                    header_template="<span></span>",
-                    footer_template=FOOTER,
-                    outline=True,
-                    tagged=True,
-                )
+                write_book(reader, report["headings"], dests, out)
                 log(f"printed in {time.perf_counter() - start:.0f} s")
             finally:
                 browser.close()

@@ -1,21 +1,31 @@
 """The printed book: the PDF that `make pdf` writes (book/pdf.py).
 
 - it has a sensible length: at least a sheet per page of the book (each starts a new
-  sheet), at most a few dozen on average;
-- its outline (bookmarks) holds the title of every page of ``_toc.yml``, in the book's
-  order, each pointing to the sheet where that title is printed;
+  sheet), at most a few dozen on average; and it weighs at most 20 MB;
+- its outline (bookmarks) holds at its top level the title of every page of ``_toc.yml``
+  and nothing else, in the book's order, each pointing to the sheet where that title is
+  printed, with the page's sections under it; every bookmark's title is printed word for
+  word on the sheet it points to (none doubled, none with two words glued into one), and
+  no heading has two bookmarks;
+- its contents give each page of the book with the number of the sheet where its title is
+  printed;
 - every figure of the book is in it, at its full resolution: the pixel sizes of the PDF's
-  images are those of the notebooks' PNG outputs and of the pages' figure files;
+  images are those of the notebooks' PNG outputs and of the pages' figure files; and it
+  holds no other image (Chromium prints a blurred box-shadow as an image of its own);
 - its equations are typeset: no raw TeX delimiters (``$$``, ``\\(``, ``\\[``, ``\\begin{``)
   in its text, and every page of the book with mathematics in its source prints MathJax's
-  glyphs (the Type 3 fonts that Chromium embeds for them) on at least one of its sheets.
+  glyphs (the Type 3 fonts that Chromium embeds for them) on at least one of its sheets;
+- no sheet is blank (nothing on it but its page number), and no chapter prints its Colab
+  set-up cell.
 
 The test reads ``_build/pdf/book.pdf`` or the file named by ``SEQLIB_PDF``; it fails when
 there is none (run `make pdf` first).
 """
 
 import base64
+import collections
 import functools
+import itertools
 import json
 import os
 import pathlib
@@ -34,6 +44,12 @@ RAW_TEX = ("$$", "\\(", "\\)", "\\[", "\\]", "\\begin{")
 # Tags that remove a cell's output from the book.
 REMOVED = {"remove-output", "remove-cell", "remove_output", "remove_cell"}
 MAX_SHEETS_PER_PAGE = 60
+MAX_MB = 20
+# The page number at the foot of every sheet ("12 / 345").
+FOOTER = re.compile(r"\s*\d+ / \d+\s*$")
+# A sheet that draws fewer vector paths than this and no text or image is blank: the
+# frame of a box that broke across sheets, not a drawing.
+MIN_PATHS_OF_A_DRAWING = 20
 
 
 def toc_files() -> list[pathlib.Path]:
@@ -133,19 +149,20 @@ def texts() -> tuple[str, ...]:
         doc.close()
 
 
-def outline() -> list[tuple[str, int]]:
-    """(title, sheet index) of every outline entry, depth first."""
+def outline(top: bool = False) -> list[tuple[str, int]]:
+    """(title, sheet index) of every outline entry, depth first; with `top`, of the entries
+    at the outline's top level only (the pages of the book)."""
     r = reader()
     entries = []
 
-    def walk(items):
+    def walk(items, depth):
         for item in items:
             if isinstance(item, list):
-                walk(item)
-            else:
+                walk(item, depth + 1)
+            elif depth == 0 or not top:
                 entries.append((item.title, r.get_destination_page_number(item)))
 
-    walk(r.outline)
+    walk(r.outline, 0)
     return entries
 
 
@@ -153,7 +170,7 @@ def outline() -> list[tuple[str, int]]:
 def chapter_sheets() -> dict[pathlib.Path, range]:
     """The sheets of each page of the book, from the outline: a title's sheet up to the
     sheet before the next page's title."""
-    entries = outline()
+    entries = outline(top=True)
     starts, position = {}, 0
     for path in toc_files():
         wanted = squeeze(title(path))
@@ -174,7 +191,7 @@ def test_length_is_sensible():
 
 
 def test_outline_holds_every_title_in_order_on_its_sheet():
-    entries = outline()
+    entries = outline(top=True)
     assert entries, "the PDF has no outline (bookmarks)"
     titles = [squeeze(t) for t, _ in entries]
     position, previous = 0, -1
@@ -191,6 +208,8 @@ def test_outline_holds_every_title_in_order_on_its_sheet():
         assert wanted in squeeze(texts()[sheet]), (
             f"{name!r} is not printed on sheet {sheet + 1}, where the outline points")
         previous = sheet
+    extra = [t for t, _ in entries if squeeze(t) not in {squeeze(title(p)) for p in toc_files()}]
+    assert not extra, f"the outline's top level holds more than the book's pages: {extra}"
 
 
 def pdf_images() -> list[tuple[int, int]]:
@@ -256,3 +275,150 @@ def test_equations_are_typeset():
     untypeset = [str(path.relative_to(REPO)) for path in math_pages
                  if not with_glyphs & set(sheets[path])]
     assert not untypeset, f"pages whose equations print no MathJax glyph: {untypeset}"
+
+
+def test_size_is_at_most_20_mb():
+    reader()  # fails when there is no PDF
+    size = PDF.stat().st_size
+    assert size <= MAX_MB * 1e6, (
+        f"the PDF weighs {size / 1e6:.1f} MB, more than {MAX_MB} MB: look for images that "
+        "are not figures (shadows), figures printed above their resolution, a structure tree "
+        "(tagged PDF)")
+
+
+def spaced(text: str) -> str:
+    """Text with its white space made single spaces (a line break is a space), a hyphen at
+    a line's end joined to the next line, and typographic quotes made plain: a heading as
+    the outline and as the sheet's text hold it."""
+    text = unicodedata.normalize("NFKC", text)
+    text = text.translate(str.maketrans("‘’“”", "''\"\""))
+    return re.sub(r"\s+", " ", re.sub(r"-\s+", "-", text)).strip()
+
+
+def printed_on(title_: str, text: str) -> bool:
+    """Whether a bookmark's title is printed in a sheet's text: as it is, or, for a title
+    with mathematics (TeX, which the sheet prints as MathJax's glyphs, and whose text pdfium
+    may not read), word for word: each of its words of two letters or more, outside the
+    TeX, is a word of the sheet. A title that glues two words or doubles itself is not."""
+    title_, text = spaced(title_), spaced(text)
+    if title_ in text:
+        return True
+    words = [w for w in title_.split() if not re.search(r"[\\^_{}=]", w)]
+    letters = re.compile(r"[^\W\d_]{2,}")
+    printed = set(letters.findall(text))
+    return all(word in printed for w in words for word in letters.findall(w))
+
+
+def test_bookmarks_are_clean():
+    entries = outline()
+    assert entries, "the PDF has no outline (bookmarks)"
+    doubled = [t for t, _ in entries if re.fullmatch(r"(.+)\1", squeeze(t))]
+    assert not doubled, f"bookmarks whose title is written twice: {doubled}"
+    twice = [(t, sheet + 1) for (t, sheet), (u, other) in itertools.pairwise(entries)
+             if spaced(t) == spaced(u) and sheet == other]
+    assert not twice, f"headings with two bookmarks (title, sheet): {twice}"
+    unprinted = [(t, sheet + 1) for t, sheet in entries if not printed_on(t, texts()[sheet])]
+    assert not unprinted, (
+        f"bookmarks whose title, word for word, is not printed on the sheet they point to "
+        f"(title, sheet): {unprinted}")
+
+
+def test_contents_give_the_sheet_where_each_page_starts():
+    sheets = chapter_sheets()
+    assert sheets, "the outline does not give each page's sheets (see the outline test)"
+    paths = toc_files()
+    front = texts()[:sheets[paths[1]].start]  # the sheets before the first chapter
+    contents = [i for i, text in enumerate(front) if re.search(r"^\s*Contents\s*$", text, re.M)]
+    assert contents, "no sheet before the first chapter has the heading 'Contents'"
+    listed = spaced(" ".join(FOOTER.sub("", text) for text in front[contents[0]:]))
+    wrong = []
+    for path in paths[1:]:  # the contents list every page but the first
+        # "7.1 Sequence data and word embeddings 17 7.2 Recurrent ...": the number ends
+        # where a space does.
+        match = re.search(re.escape(spaced(title(path))) + r"\s*(\d+)(?=\s|$)", listed)
+        number = int(match.group(1)) if match else None
+        start = sheets[path].start
+        if number != start + 1:
+            wrong.append(f"{title(path)!r}: {number} in the contents, printed on sheet "
+                         f"{start + 1}")
+        else:
+            assert re.search(rf"\b{number} / {len(texts())}\s*$", texts()[start]), (
+                f"sheet {start + 1} does not print its number {number} at its foot")
+    assert not wrong, "contents entries without the sheet where the page starts:\n" + "\n".join(
+        wrong)
+
+
+def sheet_drawing(index: int) -> tuple[int, int]:
+    """(images, paths) that a sheet draws, inside forms too."""
+    doc = pdfium.PdfDocument(str(PDF))
+    try:
+        page = doc[index]
+        kinds = collections.Counter(obj.type for obj in page.get_objects(max_depth=8))
+        return (kinds[pdfium.raw.FPDF_PAGEOBJ_IMAGE], kinds[pdfium.raw.FPDF_PAGEOBJ_PATH])
+    finally:
+        doc.close()
+
+
+def test_no_sheet_is_blank():
+    blank = []
+    for index, text in enumerate(texts()):
+        if FOOTER.sub("", text).strip():
+            continue
+        images, paths = sheet_drawing(index)
+        if not images and paths < MIN_PATHS_OF_A_DRAWING:
+            blank.append(index + 1)
+    assert not blank, f"blank sheets (nothing but the page number): {blank}"
+
+
+def colab_lines() -> list[str]:
+    """The lines of the notebooks' Colab set-up cells (their first code cell) that name
+    Colab or install: what the printed book must not show."""
+    lines = set()
+    for path in toc_files():
+        if path.suffix != ".ipynb":
+            continue
+        cells = json.loads(path.read_text(encoding="utf8"))["cells"]
+        code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+        if code and "google.colab" in code[0]:
+            lines |= {line.strip() for line in code[0].splitlines()
+                      if "colab" in line or "pip install" in line}
+    return sorted(lines)
+
+
+def test_no_colab_setup_cell_is_printed():
+    lines = colab_lines()
+    assert lines, "no notebook starts with a Colab set-up cell: the test would check nothing"
+    printed = [(index + 1, line) for index, text in enumerate(texts())
+               for line in lines if squeeze(line) in squeeze(text)]
+    assert not printed, f"Colab set-up lines printed (sheet, line): {printed[:10]}"
+
+
+def file_images() -> list[tuple[int, int]]:
+    """(width, height) of every image of the file, wherever it is drawn from (a page, a form,
+    a soft mask's group), less the soft masks that give an image its alpha channel."""
+    r = reader()
+    images, masks = {}, set()
+    numbers = [(num, gen) for gen, objs in r.xref.items() for num in objs]
+    numbers += [(num, 0) for num in r.xref_objStm]
+    for num, gen in numbers:
+        try:
+            obj = r.get_object(pypdf.generic.IndirectObject(num, gen, r))
+        except Exception:  # a free or broken entry: not an image
+            continue
+        if isinstance(obj, pypdf.generic.StreamObject) and obj.get("/Subtype") == "/Image":
+            images[num] = (int(obj["/Width"]), int(obj["/Height"]))
+            mask = obj.get("/SMask")
+            if not isinstance(mask, pypdf.generic.IndirectObject):
+                mask = getattr(mask, "indirect_reference", None)
+            if mask is not None:
+                masks.add(mask.idnum)
+    return [size for num, size in images.items() if num not in masks]
+
+
+def test_no_image_but_the_figures():
+    expected = collections.Counter(size for path in toc_files() for size in source_figures(path))
+    extra = collections.Counter(file_images()) - expected
+    assert not extra, (
+        f"{sum(extra.values())} images of the PDF are none of the book's figures (a "
+        f"box-shadow or filter that Chromium rasterised?), by pixel size: "
+        f"{extra.most_common(10)}")
