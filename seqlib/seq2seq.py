@@ -269,12 +269,16 @@ class AttentionSeq2Seq(nn.Module):
             raise TypeError(f"deep_output must be a bool, got {type(deep_output).__name__}")
         self.src_vocab_size, self.tgt_vocab_size, self.encoder_size = (src_vocab_size,
                                                                        tgt_vocab_size, n)
-        self.deep_output = deep_output
         self.encoder = Encoder(src_vocab_size, embed_size, n, unit=unit, bidirectional=True,
                                pad_id=pad_id)
         self.decoder = AttentionDecoder(tgt_vocab_size, embed_size, hidden_size, 2 * n,
                                         unit=unit, score=score, attention_size=attention_size,
                                         deep_output=deep_output, initial_size=n, pad_id=pad_id)
+
+    @property
+    def deep_output(self) -> bool:
+        """Whether the output layer reads [s^<t>; u^<t>; e^<t-1>]: the decoder's setting."""
+        return self.decoder.deep_output
 
     def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
         """Decoding state (AttentionDecoder's): s^<0>, the keys and values v (B, T_in, 2 n),

@@ -152,11 +152,10 @@ class ShowAttendTell(Captioner):
         super().__init__(channels, hidden_size, code_columns=False)
         (h, w), d = self.encoder.grid, self.encoder.size
         m, V = hidden_size, self.tgt_vocab_size
-        self.deep_output = bool(deep_output)
         self.positions = nn.Parameter(torch.zeros(h * w, d))  # one vector per location
         self.decoder = AttentionDecoder(V, embed_size, m, d, unit="lstm", score="additive",
                                         attention_size=attention_size,
-                                        deep_output=self.deep_output)
+                                        deep_output=bool(deep_output))
 
     def annotations(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         """The annotation vectors v^<tau> (B, h w, d), row by row of the grid."""
