@@ -32,7 +32,7 @@ def bptt_flow(T: int | None = None):
     columns = _columns(T)
     dx, x_first = 1.7, 2.6
     xs = [x_first + i * dx for i in range(len(columns))]
-    x_loss = xs[-1] + 2.8
+    x_loss = xs[-1] + 3.0
     y_bus, y_h, y_x, y_zeta, y_grad = 4.6, 3.3, 2.45, 1.55, 0.6
     fig, ax = canvas(x_loss + 1.2, 5.4, scale=0.65)
 
@@ -57,7 +57,7 @@ def bptt_flow(T: int | None = None):
             arrow(ax, (x, y_x + 0.19), (x, y_h - 0.25))  # x^<t> into h^<t>
             arrow(ax, (x + 0.3, y_bus), (x + 0.3, y_h + 0.25), colour=SHARED, shrink=0)
             arrow(ax, (x - 0.3, y_h + 0.25), (x - 0.3, y_h + 0.6))  # y_hat^<t> out
-            label(ax, x - 0.4, y_h + 0.8, time_label(r"\hat{y}", t), fontsize=9)
+            label(ax, x - 0.4, y_h + 0.8, time_label(r"\hat{y}", t), fontsize=10)
             ax.plot([x, x], [y_zeta - 0.25, y_grad], color=BACKWARD, lw=1.2)  # to g_W
         if i > 0:  # forward h^<t-1> -> h^<t>, backward zeta^<t> -> zeta^<t-1>
             left = xs[i - 1] + (0.45 if columns[i - 1] else 0.3)
@@ -68,15 +68,15 @@ def bptt_flow(T: int | None = None):
     last = columns[-1]
     loss = "\n".join(["Loss $C$"] + [f"{time_label(v, '1')}, $\\dots$, {time_label(v, last)}"
                                     for v in ("y", r"\hat{y}")])
-    box(ax, x_loss, (y_h + y_zeta) / 2, loss, kind="output", width=1.7, height=1.5,
-        fontsize=9)
-    arrow(ax, (xs[-1] + 0.45, y_h), (x_loss - 0.85, y_h))  # the outputs reach the loss
-    arrow(ax, (x_loss - 0.85, y_zeta), (xs[-1] + 0.45, y_zeta), colour=BACKWARD)
-    label(ax, (xs[-1] + x_loss) / 2 - 0.2, y_zeta + 0.4,
-          r"$\frac{1}{T}\sum_{\tau} \dot{C}_\tau$", fontsize=10, color=BACKWARD)
+    box(ax, x_loss, (y_h + y_zeta) / 2, loss, kind="output", width=1.8, height=1.5,
+        fontsize=10)
+    arrow(ax, (xs[-1] + 0.45, y_h), (x_loss - 0.9, y_h))  # the outputs reach the loss
+    arrow(ax, (x_loss - 0.9, y_zeta), (xs[-1] + 0.45, y_zeta), colour=BACKWARD)
+    label(ax, (xs[-1] + x_loss) / 2 - 0.35, y_zeta + 0.42,
+          r"$\Sigma_{\tau}\, \dot{C}_\tau / T$", fontsize=13, color=BACKWARD)
 
     handles = [Line2D([], [], color=c, label=text) for c, text in
                ((FORWARD, "forward pass"), (BACKWARD, "backward pass"),
                 (SHARED, "shared parameter"))]
-    ax.legend(handles=handles, loc="lower right", fontsize=8, frameon=False)
+    ax.legend(handles=handles, loc="lower right", fontsize=9, frameon=False)
     return fig
