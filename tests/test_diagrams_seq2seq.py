@@ -68,7 +68,7 @@ def test_fig_7_10_one_row_per_direction_and_the_models_score():
     boxes = units(fig, "GRU")
     forward = [t for t in boxes if "h_f" in t]
     reverse = [t for t in boxes if "h_r" in t]
-    assert len(forward) == len(reverse) == 3  # tau = 1, 2 and T_in, each direction
+    assert len(forward) == len(reverse) == 2  # tau = 1 and T_in, each direction
     assert len([t for t in boxes if "s^" in t]) == 4  # s^<1>, s^<t-1>, s^<t>, s^<T_out>
     attention = [t for t in texts(fig) if t.startswith("attention")]
     assert len(attention) == 1 and "general score" in attention[0]
@@ -81,7 +81,7 @@ def test_fig_7_10_shows_the_deep_output_only_when_the_model_has_it():
 
     plain = AttentionSeq2Seq(10, 12, 4, 6, unit="lstm")
     deep = AttentionSeq2Seq(10, 12, 4, 6, unit="lstm", deep_output=True)
-    assert len(units(draw_attention_encoder_decoder(plain), "LSTM")) == 3 * 2 + 4
+    assert len(units(draw_attention_encoder_decoder(plain), "LSTM")) == 2 * 2 + 4
     assert dashed(draw_attention_encoder_decoder(plain)) == []
     assert len(dashed(draw_attention_encoder_decoder(deep))) == 2
 

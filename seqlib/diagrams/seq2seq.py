@@ -108,106 +108,117 @@ def draw_attention_encoder_decoder(model, *, ax=None, title: str | None = None):
     direction, v^<tau> = [h_f^<tau>; h_r^<tau>], the attention of decoder step t (query
     z_q^<t> = s^<t-1>, keys and values v^<tau>, the model's score), and the decoder from
     <start> to <stop>. With `model.deep_output` the output y_hat^<t> also reads u^<t> and
-    y_hat^<t-1> (dashed). Returns the figure."""
+    y_hat^<t-1> (dashed). Returns the figure, 8.6 inches wide, its text large enough that
+    the time superscripts stay legible at a book's column width."""
     if not isinstance(model, AttentionSeq2Seq):
         raise TypeError(f"model must be a seqlib.seq2seq.AttentionSeq2Seq, got "
                         f"{type(model).__name__}")
     recurrent = model.encoder.recurrent
     directions, name = recurrent.directions, _unit_name(recurrent)
     y_hat, red = r"\hat{y}", "#990000"
-    enc_t = ["1", "2", None, r"T_{in}"]  # None: an ellipsis
+    # font sizes: `times` for every symbol with a time superscript, large enough that
+    # the subscripts of T_in and T_out within a superscript stay legible; `text` for words
+    times, text = 16, 13
+    enc_t = ["1", None, r"T_{in}"]  # None: an ellipsis
     dec_t = ["1", None, "t-1", "t", None, r"T_{out}"]
     dec_in = ["<start>", None, time_label(y_hat, "t-2"), time_label(y_hat, "t-1"), None,
               time_label(y_hat, r"T_{out}-1")]
     dec_out = [time_label(y_hat, "1"), None, time_label(y_hat, "t-1"), time_label(y_hat, "t"),
                None, "<stop>"]
-    w, h = 0.9, 0.62  # unit boxes
-    shift = 0.25 if directions == 2 else 0.0  # the two directions' boxes, staggered
 
-    def xs(first, steps, dx):  # column positions, an ellipsis taking half a column
+    w, h = 0.95, 0.8  # unit boxes
+    shift = 0.27 if directions == 2 else 0.0  # the two directions' boxes, staggered
+
+    def xs(first, steps, dx):  # column positions, an ellipsis taking 0.6 of a column
         out, x = [], first
         for k, t in enumerate(steps):
             x += 0 if k == 0 else dx * (0.6 if t is None or steps[k - 1] is None else 1.0)
             out.append(x)
         return out
 
-    x_enc = xs(0.8, enc_t, 1.6)
-    x_dec = xs(x_enc[-1] + 2.3, dec_t, 1.45)
-    y_in, y_row, dy = 0.75, 1.85, 1.05
+    x_enc = xs(0.85, enc_t, 1.55)
+    x_dec = xs(x_enc[-1] + 2.35, dec_t, 1.5)
+    y_in, y_row, dy = 0.8, 2.05, 1.2
     y_rows = [y_row + d * dy for d in range(directions)]
-    y_v = y_rows[-1] + 0.95
+    y_v = y_rows[-1] + 1.1
     y_dec = (y_rows[0] + y_rows[-1]) / 2
-    y_out = y_dec + 1.15
-    y_att = y_v + 0.95  # centre of the attention box
-    width, height = x_dec[-1] + 0.75, y_att + (1.05 if title else 0.5)
-    fig, ax = canvas(width, height, scale=0.62, ax=ax)
+    y_out = y_dec + 1.35
+    y_att = y_v + 1.15  # centre of the attention box
+    att_h = 0.95
+    width, height = x_dec[-1] + 0.8, y_att + att_h / 2 + (0.65 if title else 0.1)
+    created = ax is None
+    fig, ax = canvas(width, height, scale=0.8, ax=ax)
+    if created:  # the drawing fills the figure: 0.8 inch per unit
+        fig.subplots_adjust(left=0, right=1, bottom=0, top=1)
+    gap = 0.27  # from a label's centre to the arrow that leaves or reaches it
 
     states, offsets = ["h_f", "h_r"], [-shift, shift]
     columns = [(x, t) for x, t in zip(x_enc, enc_t, strict=True) if t is not None]
     for x, t in columns:  # the lines first, so that the states' arrows pass over them
-        label(ax, x, y_in, time_label("x", t), fontsize=10)
-        label(ax, x, y_v, time_label("v", t), fontsize=10)
+        label(ax, x, y_in, time_label("x", t), fontsize=times)
+        label(ax, x, y_v, time_label("v", t), fontsize=times)
         for d, y in enumerate(y_rows):
             x_in = x + offsets[d] + (0.0 if d == 0 else w / 2 - 0.12)  # x^<tau> in
-            arrow(ax, (x_in, y_in + 0.17), (x_in, y - h / 2), shrink=0)
+            arrow(ax, (x_in, y_in + gap), (x_in, y - h / 2), shrink=0)
             last = d == directions - 1
             x_v = x + offsets[d] - (0.0 if last else w / 2 - 0.12)  # into v^<tau>
-            arrow(ax, (x_v, y + h / 2), (x_v, y_v - 0.17), shrink=0)
+            arrow(ax, (x_v, y + h / 2), (x_v, y_v - gap), shrink=0)
     for d, y in enumerate(y_rows):
         for i, (x, t) in enumerate(zip(x_enc, enc_t, strict=True)):
             x += offsets[d]
             if t is None:
-                label(ax, x, y, r"$\cdots$", fontsize=12)
+                label(ax, x, y, r"$\cdots$", fontsize=14)
             else:
                 box(ax, x, y, f"{name}\n" + time_label(states[d], t), width=w, height=h,
-                    fontsize=8)
+                    fontsize=times)
             if i:  # the forward row runs to the right, the reverse row to the left
                 before = x_enc[i - 1] + offsets[d]
-                ends = [(before + (0.25 if enc_t[i - 1] is None else w / 2), y),
-                        (x - (0.25 if t is None else w / 2), y)]
+                ends = [(before + (0.22 if enc_t[i - 1] is None else w / 2), y),
+                        (x - (0.22 if t is None else w / 2), y)]
                 arrow(ax, *(ends if d == 0 else ends[::-1]))
                 _bridge(ax)
 
     for j, (x, t) in enumerate(zip(x_dec, dec_t, strict=True)):
         if j:
-            start = x_dec[j - 1] + (0.25 if dec_t[j - 1] is None else w / 2)
-            arrow(ax, (start, y_dec), (x - (0.25 if t is None else w / 2), y_dec))
+            start = x_dec[j - 1] + (0.22 if dec_t[j - 1] is None else w / 2)
+            arrow(ax, (start, y_dec), (x - (0.22 if t is None else w / 2), y_dec))
         if t is None:
-            label(ax, x, y_dec, r"$\cdots$", fontsize=12)
+            label(ax, x, y_dec, r"$\cdots$", fontsize=14)
             continue
-        box(ax, x, y_dec, f"{name}\n" + time_label("s", t), width=w, height=h, fontsize=8)
-        label(ax, x, y_in, dec_in[j], fontsize=10)
-        arrow(ax, (x, y_in + 0.17), (x, y_dec - h / 2))
-        arrow(ax, (x, y_dec + h / 2), (x, y_out - 0.17))
-        label(ax, x, y_out, dec_out[j], fontsize=10)
-    arrow(ax, (x_dec[0] - w / 2 - 0.9, y_dec), (x_dec[0] - w / 2, y_dec),
-          time_label("s", "0"), text_offset=(-0.1, 0.22))
-    for xs_, text in [(x_enc, "Encoder"), (x_dec, "Decoder")]:
-        label(ax, (xs_[0] + xs_[-1]) / 2, 0.2, text, fontsize=10, weight="bold")
+        box(ax, x, y_dec, f"{name}\n" + time_label("s", t), width=w, height=h,
+            fontsize=times)
+        label(ax, x, y_in, dec_in[j], fontsize=times if "$" in dec_in[j] else text)
+        arrow(ax, (x, y_in + gap), (x, y_dec - h / 2))
+        arrow(ax, (x, y_dec + h / 2), (x, y_out - gap))
+        label(ax, x, y_out, dec_out[j], fontsize=times if "$" in dec_out[j] else text)
+    arrow(ax, (x_dec[0] - w / 2 - 0.95, y_dec), (x_dec[0] - w / 2, y_dec),
+          time_label("s", "0"), text_offset=(-0.05, 0.32), fontsize=times)
+    for xs_, words in [(x_enc, "Encoder"), (x_dec, "Decoder")]:
+        label(ax, (xs_[0] + xs_[-1]) / 2, 0.2, words, fontsize=text, weight="bold")
 
-    x_left, x_right = x_enc[0] - 0.45, x_dec[3] + 0.1
+    x_left, x_right = x_enc[0] - 0.5, x_dec[3] + 0.1
     score = model.decoder.attention.score
     box(ax, (x_left + x_right) / 2, y_att, f"attention at step $t$, (7.20)-(7.21), {score} "
         "score\nquery " + time_label("z_q", "t") + " = " + time_label("s", "t-1")
         + ", keys and values " + r"$v^{\langle \tau \rangle} = [h_f^{\langle \tau \rangle};"
         r" h_r^{\langle \tau \rangle}]$", kind="attention", width=x_right - x_left,
-        height=0.75, fontsize=8)
-    bottom = y_att - 0.375
+        height=att_h, fontsize=12)
+    bottom = y_att - att_h / 2
     for x, _ in columns:
-        arrow(ax, (x, y_v + 0.17), (x, bottom), colour=red)
-    x_q, x_u = x_dec[2] + 0.25, x_dec[3] - 0.3
+        arrow(ax, (x, y_v + gap), (x, bottom), colour=red)
+    x_q, x_u = x_dec[2] + 0.27, x_dec[3] - 0.3
     arrow(ax, (x_dec[2] + w / 2 - 0.1, y_dec + h / 2), (x_q, bottom), colour=red)
-    label(ax, x_q - 0.12, (y_out + bottom) / 2 + 0.2, time_label("z_q", "t"), fontsize=9,
+    label(ax, x_q - 0.16, (y_out + bottom) / 2 + 0.25, time_label("z_q", "t"), fontsize=times,
           ha="right", color=red)
     arrow(ax, (x_u, bottom), (x_dec[3] - w / 2 + 0.1, y_dec + h / 2), colour=red)
-    label(ax, x_u + 0.02, (y_out + bottom) / 2 + 0.25, time_label("u", "t"), fontsize=9,
+    label(ax, x_u + 0.04, (y_out + bottom) / 2 + 0.3, time_label("u", "t"), fontsize=times,
           ha="left", color=red)
     if model.deep_output:  # the output also reads u^<t> and y_hat^<t-1>
         x, end = x_dec[3], (x_dec[3] - w / 2 + 0.1, y_dec + h / 2)
         on_u = (x_u + 0.3 * (end[0] - x_u), bottom + 0.3 * (end[1] - bottom))
-        arrow(ax, on_u, (x - 0.12, y_out + 0.15), linestyle="--", colour=red, shrink=0)
-        arrow(ax, (x + 0.25, y_in + 0.17), (x + 0.2, y_out - 0.15), linestyle="--",
+        arrow(ax, on_u, (x - 0.12, y_out + 0.2), linestyle="--", colour=red, shrink=0)
+        arrow(ax, (x + 0.25, y_in + gap), (x + 0.2, y_out - 0.2), linestyle="--",
               connection="arc3,rad=0.25")
     if title:
-        label(ax, width / 2, height - 0.3, title, fontsize=11)
+        label(ax, width / 2, height - 0.3, title, fontsize=13)
     return fig
