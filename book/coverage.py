@@ -4,6 +4,7 @@ Run `python book/coverage.py` (or `make execute`, which runs it) after changing 
 file; tests/test_coverage.py fails while the page and the data disagree.
 """
 
+import json
 import pathlib
 
 import yaml
@@ -11,30 +12,6 @@ import yaml
 BOOK = pathlib.Path(__file__).resolve().parent
 DATA = BOOK / "coverage.yml"
 PAGE = BOOK / "coverage.md"
-TITLES = {
-    "01_sequence_data_and_embeddings": "7.1 Sequence data and word embeddings",
-    "02_recurrent_neural_networks": "7.2 Recurrent neural networks",
-    "03_backpropagation_through_time": "7.2 Backpropagation through time",
-    "04_stacked_and_bidirectional_rnns": "7.3 Stacked and bidirectional RNNs",
-    "05_lstm_and_gru": "7.3 LSTM and GRU",
-    "06_character_level_shakespeare": "Character-level Shakespeare",
-    "07_encoder_decoder_translation": "7.4 Encoder-decoder translation",
-    "08_attention": "7.4 Attention",
-    "09_self_attention_and_positional_embeddings": "7.5 Self-attention and positions",
-    "10_transformer_blocks_and_parameter_counts": "7.5 Transformer blocks",
-    "11_transformer_translation": "7.5 Transformer translation",
-    "12_transformer_language_model": "7.5 Transformer language model",
-    "13_time_series_lookahead": "Time-series lookahead",
-    "14_sentiment_classification": "Sentiment classification",
-    "15_image_captioning": "Image captioning",
-    "16_label_smoothing_and_beam_search": "Label smoothing and beam search",
-    "17_subword_tokens": "Subword tokens",
-    "18_attention_score_functions": "Attention score functions",
-    "19_fixed_window_language_models": "Fixed-window language models",
-    "20_length_generalisation": "Length generalisation",
-    "21_training_deep_transformers": "What makes a transformer trainable",
-    "22_pretraining_and_fine_tuning": "Pretraining and fine-tuning",
-}
 
 
 def load() -> dict:
@@ -54,7 +31,10 @@ def _code(text) -> str:
 
 
 def _page(home: str) -> str:
-    return f"[{TITLES.get(home, home)}](../notebooks/{home}.ipynb)"
+    """A link to a page under its own title (its first line, as the sidebar shows it)."""
+    path = BOOK.parent / "notebooks" / f"{home}.ipynb"
+    title = "".join(json.loads(path.read_text())["cells"][0]["source"]).splitlines()[0]
+    return f"[{title.removeprefix('# ').strip()}](../notebooks/{home}.ipynb)"
 
 
 def _table(widths: list[int], header: list[str], rows: list[list[list[str]]]) -> list[str]:
