@@ -41,6 +41,7 @@ def test_the_diagram_draws_one_line_per_model_and_the_diagonal():
     fig = plot_reliability({"a": r, "b": r})
     assert len(fig.axes[0].lines) == 3
     assert "ECE" in fig.axes[0].get_legend().get_texts()[1].get_text()
+    assert all(t.get_fontsize() >= 9 for t in fig.axes[0].get_legend().get_texts())
     plt.close(fig)
 
 

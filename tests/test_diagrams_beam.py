@@ -8,10 +8,20 @@ import torch
 from matplotlib.patches import FancyBboxPatch
 from test_decoding import END, GO, MISSED
 
-from seqlib.diagrams import COLOURS
+from seqlib.diagrams import COLOURS, MAX_WIDTH, MIN_FONTSIZE
 from seqlib.diagrams.beam import beam_trace, draw_beam_search
 
 WORDS = ["<start>", "<stop>", "x", "y", "z"]
+
+
+def legible(fig) -> bool:
+    """At most MAX_WIDTH inches wide and no text under MIN_FONTSIZE points: the figure
+    reads at the book's column width."""
+    texts = [t for ax in fig.axes for t in [*ax.texts, ax.title] if t.get_text()]
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    texts += [t for legend in legends for t in legend.get_texts()]
+    return (fig.get_figwidth() <= MAX_WIDTH
+            and min(t.get_fontsize() for t in texts) >= MIN_FONTSIZE)
 
 
 @pytest.fixture(autouse=True)
@@ -40,3 +50,26 @@ def test_one_box_per_extension_coloured_by_status(beam_size):
 def test_a_trace_of_all_sources_is_refused_with_a_hint():
     with pytest.raises(ValueError, match="one source's part of a beam_search trace"):
         draw_beam_search([], WORDS)
+
+
+def test_trees_fit_the_column_and_each_box_holds_its_text():
+    """Alone, and two trees stacked in rows on one figure, as the page draws them."""
+    src, mask = torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1, dtype=torch.bool)
+    traces = {k: [step[0] for step in beam_trace(MISSED, src, mask, start_id=GO, stop_id=END,
+                                                 max_len=4, beam_size=k,
+                                                 length_penalty=0)[1]] for k in (2, 3)}
+    stacked, axes = plt.subplots(2, 1, figsize=(8, 8.4))
+    for ax, k in zip(axes, (2, 3), strict=True):
+        draw_beam_search(traces[k], WORDS, ax=ax, title=f"beam of {k}")
+    stacked.tight_layout()
+    for fig in (draw_beam_search(traces[3], WORDS), stacked):
+        assert legible(fig)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            boxes = [p.get_window_extent(renderer) for p in ax.patches
+                     if isinstance(p, FancyBboxPatch)]
+            for text in ax.texts:
+                extent = text.get_window_extent(renderer)
+                holder = [b for b in boxes if b.contains(*extent.get_points().mean(0))]
+                assert len(holder) == 1 and holder[0].x0 < extent.x0 < extent.x1 < holder[0].x1

@@ -11,7 +11,7 @@ from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from seqlib import GRU, LSTM, RNN, GRUCell, LSTMCell  # noqa: E402
-from seqlib.diagrams import COLOURS  # noqa: E402
+from seqlib.diagrams import COLOURS, MAX_WIDTH, MIN_FONTSIZE  # noqa: E402
 from seqlib.diagrams.gated import draw_recurrent, draw_unit  # noqa: E402
 
 
@@ -20,6 +20,16 @@ def boxes(fig, kind):
     colour = to_rgba(COLOURS[kind])
     return sum(1 for ax in fig.axes for patch in ax.patches
                if hasattr(patch, "get_boxstyle") and patch.get_facecolor() == colour)
+
+
+def legible(fig) -> bool:
+    """At most MAX_WIDTH inches wide and no text under MIN_FONTSIZE points: the figure
+    reads at the book's column width."""
+    texts = [t for ax in fig.axes for t in [*ax.texts, ax.title] if t.get_text()]
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    texts += [t for legend in legends for t in legend.get_texts()]
+    return (fig.get_figwidth() <= MAX_WIDTH
+            and min(t.get_fontsize() for t in texts) >= MIN_FONTSIZE)
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +69,17 @@ def test_units_of_fig_7_8(cell, gates, states, other):
     assert boxes(fig, "gate") == gates and boxes(fig, "state") == states
     assert boxes(fig, "input") == other
     assert gates + states == len(cell.blocks)  # one box per block of W_hh, W_hx, b_h
+
+
+@pytest.mark.parametrize("model, steps", [(LSTM(3, 4, num_layers=2, bidirectional=True), 4),
+                                          (RNN(3, 4, num_layers=3), 6), (GRU(3, 4), 1)])
+def test_unrolled_models_fit_the_books_column(model, steps):
+    assert legible(draw_recurrent(model, steps))
+
+
+@pytest.mark.parametrize("cell", [LSTMCell(3, 4), GRUCell(3, 4), GRUCell(3, 4, reset_after=True)])
+def test_units_fit_the_books_column(cell):
+    assert legible(draw_unit(cell))
 
 
 def test_bad_input():

@@ -12,7 +12,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 
 from seqlib import RNN  # noqa: E402
-from seqlib.diagrams import COLOURS  # noqa: E402
+from seqlib.diagrams import COLOURS, MAX_WIDTH, MIN_FONTSIZE  # noqa: E402
 from seqlib.diagrams import rnn as diagrams  # noqa: E402
 
 LEXICON = ["deep", "engineering", "learning", "machine", "mathematical", "of", "statistics",
@@ -34,6 +34,16 @@ def boxes(fig, kind):
 
 def texts(fig):
     return " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+def legible(fig) -> bool:
+    """At most MAX_WIDTH inches wide and no text under MIN_FONTSIZE points: the figure
+    reads at the book's column width."""
+    texts = [t for ax in fig.axes for t in [*ax.texts, ax.title] if t.get_text()]
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    texts += [t for legend in legends for t in legend.get_texts()]
+    return (fig.get_figwidth() <= MAX_WIDTH
+            and min(t.get_fontsize() for t in texts) >= MIN_FONTSIZE)
 
 
 def test_tasks_draws_one_unit_per_word():
@@ -124,3 +134,18 @@ def test_lookahead_runs_the_model_and_draws_one_unit_per_step():
         diagrams.lookahead(model, ["the", "statistic"], LEXICON)
     with pytest.raises(TypeError, match="output layer"):
         diagrams.lookahead(RNN(8, 6), sentence, LEXICON)
+
+
+def test_the_figures_fit_the_books_column():
+    sentence = "the mathematical engineering of deep learning".split()
+    patterns = {"one-to-many": ([True, False, False], [True, True, True]),
+                "many-to-many": ([True] * 5, [False] * 2 + [True] * 3),
+                "many-to-one": ([True] * 4, [False] * 3 + [True])}
+    figures = [diagrams.tasks("I like reading this terribly instructive book", ["happy", "sad"],
+                              "We enjoyed writing this book",
+                              "nous avons aimé écrire ce livre <end>",
+                              "Three good friends having fun"),
+               diagrams.paradigms(patterns), diagrams.recursive_and_unfolded(4),
+               diagrams.unit(RNN(8, 20, 8, output_feedback=True)),
+               diagrams.lookahead(RNN(8, 6, 8), sentence, LEXICON)]
+    assert all(legible(fig) for fig in figures)

@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from seqlib.diagrams import MAX_WIDTH, MIN_FONTSIZE  # noqa: E402
 from seqlib.diagrams import transformer as diagrams  # noqa: E402
 from seqlib.self_attention import MultiHeadAttention  # noqa: E402
 from seqlib.transformer import (  # noqa: E402
@@ -25,6 +26,16 @@ def gids(fig, gid):
 
 def texts(fig):
     return [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
+def legible(fig) -> bool:
+    """At most MAX_WIDTH inches wide and no text under MIN_FONTSIZE points: the figure
+    reads at the book's column width."""
+    texts = [t for ax in fig.axes for t in [*ax.texts, ax.title] if t.get_text()]
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    texts += [t for legend in legends for t in legend.get_texts()]
+    return (fig.get_figwidth() <= MAX_WIDTH
+            and min(t.get_fontsize() for t in texts) >= MIN_FONTSIZE)
 
 
 @pytest.fixture(autouse=True)
@@ -104,3 +115,30 @@ def test_autoregressive_decoding_fig_7_17_one_decoder_call_per_step():
         diagrams.autoregressive_decoding(["we"], [])
     with pytest.raises(ValueError, match="source must be"):
         diagrams.autoregressive_decoding([], steps)
+
+
+def test_autoregressive_decoding_wraps_its_calls_into_rows_that_fit_the_column():
+    """Eight calls: two rows of four, z reaching every call, at most MAX_WIDTH wide."""
+    outputs = "nous adorons l' apprentissage profond en mathématiques <stop>".split()
+    steps = [(["<start>"] + outputs[:k], word) for k, word in enumerate(outputs)]
+    fig = diagrams.autoregressive_decoding("we love deep learning . <stop>".split(), steps)
+    calls = gids(fig, "decoder step")
+    assert len(calls) == 8 and legible(fig)
+    rows = sorted({round(p.get_y(), 6) for p in calls}, reverse=True)
+    assert len(rows) == 2
+    assert [sum(round(p.get_y(), 6) == y for p in calls) for y in rows] == [4, 4]
+    drawn = texts(fig)
+    assert [f"call {k}" in drawn for k in range(1, 9)] == [True] * 8
+    one_row = diagrams.autoregressive_decoding(["we"], steps, per_row=8)
+    assert len({round(p.get_y(), 6) for p in gids(one_row, "decoder step")}) == 1
+    with pytest.raises(ValueError, match="per_row"):
+        diagrams.autoregressive_decoding(["we"], steps, per_row=0)
+
+
+def test_the_other_figures_fit_the_books_column():
+    figures = [diagrams.self_attention_flow(),
+               diagrams.multi_head_attention(MultiHeadAttention(8, 5, m=2), max_heads=5),
+               diagrams.transformer_blocks(TransformerBlock(8, 2, n1=16),
+                                           TransformerDecoderBlock(8, 2, n1=16)),
+               diagrams.encoder_decoder(Transformer(7, 9, 8, 2, 16, 2, num_decoder_layers=3))]
+    assert all(legible(fig) for fig in figures)

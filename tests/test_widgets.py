@@ -61,6 +61,7 @@ def test_plot_adjoint_norms_draws_curve_and_reference():
     assert set(results) == {0.5, 1.0}
     assert len(ax.lines) == 2 * 2 + 1  # a curve and a dotted reference per radius, a key
     assert ax.get_yscale() == "log"
+    assert all(t.get_fontsize() >= 9 for t in ax.get_legend().get_texts())
 
 
 def test_explorer_redraws_on_slider_changes():

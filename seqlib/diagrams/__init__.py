@@ -9,10 +9,15 @@ the submodules named after the sections: `rnn` (Figs. 7.1-7.5), `bptt` (7.6), `g
 
 Coordinates are data units of an axes with equal aspect and no frame (`canvas`); labels
 are matplotlib mathtext in the chapter's symbols, for example r"$h^{\\langle t \\rangle}$".
+The book shows a figure in a column about 780 px wide, so a figure is at most MAX_WIDTH
+inches wide and its text at least MIN_FONTSIZE points: about 9 px or more on the page.
 """
 
 import matplotlib.pyplot as plt
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+
+MAX_WIDTH = 9.0  # inches: the widest figure the book's column shows at full size
+MIN_FONTSIZE = 9  # points: the smallest text of a figure
 
 # One colour per kind of element, as in the chapter's figures: units blue, internal gates
 # yellow, internal states gray (Fig. 7.8), operations white circles.

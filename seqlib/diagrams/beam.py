@@ -14,7 +14,7 @@ from matplotlib.patches import Patch
 
 from seqlib.checks import check_source, positive_int
 from seqlib.decoding import NEG_INF, beam_steps
-from seqlib.diagrams import COLOURS, arrow, box, canvas
+from seqlib.diagrams import COLOURS, MAX_WIDTH, arrow, box, canvas
 
 # What the beam did with an extension -> (box colour kind, edge style)
 STATUS_STYLE = {
@@ -90,19 +90,21 @@ def _extensions(total: torch.Tensor, prefixes: list, status: dict) -> list[dict]
 
 
 def draw_beam_search(steps: Sequence[Sequence[dict]], words: Sequence[str], *, ax=None,
-                     title: str | None = None, dx: float = 2.4, dy: float = 0.8):
+                     title: str | None = None, dx: float = 2.8, dy: float = 0.8):
     """The tree of one source's beam search: `steps` is its part of a `beam_trace` (trace[t][b]
     for every step t), `words` names the token ids. A column per step; each box is a token with
     the probability of the whole prefix ending in it, blue when kept, green when finished by
-    <stop>, dashed when dropped. Returns the figure."""
+    <stop>, dashed when dropped. Returns the figure (at most MAX_WIDTH inches wide)."""
     if not steps or not all(isinstance(step, Sequence) for step in steps):
         raise ValueError("steps must be one source's part of a beam_search trace: a list, per "
                          "step, of the extensions scored at that step")
     rows = max(len(step) for step in steps)
     width, height = dx * (len(steps) + 1), dy * (rows + 1)
-    fig, ax = canvas(width, height, title=title, ax=ax, scale=0.75)
-    place = {(): (dx * 0.5, height / 2)}
-    box(ax, *place[()], "<start>", kind="state", width=1.2, height=0.5, fontsize=8)
+    fig, ax = canvas(width, height, title=title, ax=ax, scale=min(0.75, MAX_WIDTH / width))
+    w_start, w = 1.3, 2.1  # the widths of the <start> box and of the other boxes
+    place = {(): (dx * 0.5 + w_start / 2, height / 2)}  # a live prefix -> its box's right edge
+    box(ax, dx * 0.5, height / 2, "<start>", kind="state", width=w_start, height=0.5,
+        fontsize=9)
     for t, step in enumerate(steps, start=1):
         ordered = sorted(step, key=lambda e: (place[e["prefix"]][1] * -1, e["token"]))
         top = height / 2 + dy * (len(ordered) - 1) / 2
@@ -110,15 +112,15 @@ def draw_beam_search(steps: Sequence[Sequence[dict]], words: Sequence[str], *, a
             x, y = dx * (t + 0.5), top - dy * i
             kind, style = STATUS_STYLE[e["status"]]
             text = f"{words[e['token']]}  {math.exp(e['log_p']):.3g}"
-            box(ax, x, y, text, kind=kind, width=1.6, height=0.5, fontsize=8, **style)
-            arrow(ax, (place[e["prefix"]][0] + 0.6, place[e["prefix"]][1]), (x - 0.8, y),
+            box(ax, x, y, text, kind=kind, width=w, height=0.5, fontsize=9, **style)
+            arrow(ax, place[e["prefix"]], (x - w / 2, y),
                   colour="0.6" if e["status"] == "dropped" else "black", shrink=1.0)
             if e["status"] == "live":
-                place[e["prefix"] + (e["token"],)] = (x + 0.2, y)
+                place[e["prefix"] + (e["token"],)] = (x + w / 2, y)
     handles = [Patch(facecolor=COLOURS[STATUS_STYLE[s][0]], edgecolor=STATUS_STYLE[s][1]
                      ["edgecolor"], linestyle=STATUS_STYLE[s][1].get("linestyle", "-"), label=s)
                for s in ("live", "finished", "dropped")]
     handles.append(Line2D([], [], color="none", label="probability of the prefix"))
-    ax.legend(handles=handles, loc="lower left", fontsize=8, frameon=False, ncol=4,
-              bbox_to_anchor=(0, -0.02))
+    ax.legend(handles=handles, loc="upper left", fontsize=9, frameon=False, ncol=4,
+              bbox_to_anchor=(0, 0.02))
     return fig

@@ -11,7 +11,7 @@ the reset gate acts, before the product (the chapter's form) or after it
 """
 
 from seqlib.checks import positive_int
-from seqlib.diagrams import arrow, box, canvas, label, op, time_label
+from seqlib.diagrams import MAX_WIDTH, arrow, box, canvas, label, op, time_label
 from seqlib.gated import GRUCell, LSTMCell
 from seqlib.rnn import Recurrent
 
@@ -56,7 +56,8 @@ def draw_recurrent(model: Recurrent, steps: int = 3, *, ax=None, title: str | No
     dx, rise, gap = 2.0, 0.9, 1.2  # column width, reverse row above forward, layer gap
     shift = 0.45 if D == 2 else 0.0  # forward units left of the column, reverse right
     w, hgt = 0.9, 0.5
-    left = 2.2  # room for the row names
+    # room for the row names (about 1.2 inches), kept where many steps narrow to MAX_WIDTH
+    left = max(2.2, 0.85 + 0.4 * steps)
     layer_height = (D - 1) * rise + gap
     width = left + dx * steps + 0.9
     height = 0.9 + L * layer_height + 1.0
@@ -65,7 +66,7 @@ def draw_recurrent(model: Recurrent, steps: int = 3, *, ax=None, title: str | No
         return (left + dx * (t - 0.5) + (2 * d - 1) * shift,
                 1.5 + (layer - 1) * layer_height + d * rise)
 
-    fig, ax = canvas(width, height, title=title, ax=ax)
+    fig, ax = canvas(width, height, scale=min(0.9, MAX_WIDTH / width), title=title, ax=ax)
     y_in, y_out = 0.35, 1.5 + (L - 1) * layer_height + (D - 1) * rise + 1.0
     many_layers, two_ways = L > 1, D == 2
     for t in range(1, steps + 1):
@@ -107,7 +108,7 @@ def draw_recurrent(model: Recurrent, steps: int = 3, *, ax=None, title: str | No
                 start, t0 = end + 0.55, str(steps + 1)
             arrow(ax, (start, uy), (end, uy), linestyle="--", colour=colour)
             text = state_label(t0, d if two_ways else None, layer if many_layers else None)
-            label(ax, start, uy + 0.38, text[:-1] + " = 0$", fontsize=8, color=colour)
+            label(ax, start, uy + 0.38, text[:-1] + " = 0$", fontsize=9, color=colour)
     return fig
 
 
@@ -117,7 +118,7 @@ def _group(ax, x, y, name: str, activation: str, kind: str):
     """A group of m~ neurons: its symbol over its activation, in a box of colour `kind`."""
     box(ax, x, y, "", kind=kind, width=1.15, height=0.85)
     label(ax, x, y + 0.17, name, fontsize=11)
-    label(ax, x, y - 0.2, activation, fontsize=8)
+    label(ax, x, y - 0.2, activation, fontsize=9)
 
 
 def _lstm(ax, cell: LSTMCell):
@@ -155,7 +156,7 @@ def _lstm(ax, cell: LSTMCell):
     label(ax, 9.35, top, time_label("c", "t"), ha="left")
     # the hidden state: h^<t> = g_o * S_Tanh(c^<t>)
     _dot(ax, xo, top)
-    box(ax, xo, 4.45, TANH, kind="input", width=1.05, height=0.45, fontsize=8)
+    box(ax, xo, 4.45, TANH, kind="input", width=1.05, height=0.45, fontsize=9)
     arrow(ax, (xo, top), (xo, 4.45 + 0.225), shrink=0)
     op(ax, xo, 3.3, r"$\odot$")
     arrow(ax, (xo, 4.45 - 0.225), (xo, 3.3 + 0.18), shrink=0)
@@ -172,7 +173,7 @@ def _output_branch(ax, x, y):
     _dot(ax, x, y)
     arrow(ax, (x, y), (9.3, y), shrink=0)
     label(ax, 9.35, y, time_label("h", "t"), ha="left")
-    label(ax, 9.35, y - 0.4, r"to $\hat{y}^{\langle t \rangle}$", ha="left", fontsize=8)
+    label(ax, 9.35, y - 0.4, r"to $\hat{y}^{\langle t \rangle}$", ha="left", fontsize=9)
 
 
 def _gru(ax, cell: GRUCell):
@@ -199,7 +200,7 @@ def _gru(ax, cell: GRUCell):
     xr = 5.6
     if cell.reset_after:  # g_r * (W_h~h h^<t-1> + b_hn): after the product
         box(ax, xr, 1.7, r"$W_{\tilde{h}h}\,\cdot + b_{hn}$", kind="input", width=1.5,
-            height=0.45, fontsize=8)
+            height=0.45, fontsize=9)
         arrow(ax, (xr, bus), (xr, 1.7 - 0.225), shrink=0)
         arrow(ax, (xr, 1.7 + 0.225), (xr, gy - 0.18), shrink=0)
     else:  # W_h~h (g_r * h^<t-1>): before the product
@@ -213,7 +214,7 @@ def _gru(ax, cell: GRUCell):
     xu, xk, xa = xs["u"], xs["u"], xs["h~"]
     op(ax, xk, top, r"$\odot$")
     arrow(ax, (1.0, top), (xk - 0.18, top), shrink=0)
-    op(ax, xk, 4.45, r"$1-$", radius=0.24, fontsize=8)
+    op(ax, xk, 4.45, r"$1-$", radius=0.24, fontsize=9)
     _line(ax, (xu, gy + 0.425), (xu, 3.6))
     _dot(ax, xu, 3.6)
     arrow(ax, (xu, 3.6), (xu, 4.45 - 0.24), shrink=0)

@@ -9,7 +9,7 @@ and Fig. 7.5 runs a trained one, so neither can drift from the model it shows.
 import matplotlib.pyplot as plt
 import torch
 
-from seqlib.diagrams import COLOURS, arrow, box, canvas, frame, label, op, time_label
+from seqlib.diagrams import COLOURS, MAX_WIDTH, arrow, box, canvas, frame, label, op, time_label
 from seqlib.rnn import RNN
 
 DOTS = "..."  # a unit of `unrolled` drawn as an ellipsis: the steps in between
@@ -71,7 +71,8 @@ def tasks(sentiment: str, classes: list[str], source: str, target: str, caption:
     caption = caption.split()
     width = 1.4 * (len(source) + len(target)) + 1.4
     heights = (3.6, 3.0, 3.6, 3.2)
-    fig, axes = plt.subplots(4, 1, figsize=(10, 8.6), gridspec_kw={"height_ratios": heights})
+    fig, axes = plt.subplots(4, 1, figsize=(MAX_WIDTH, 7.75),
+                             gridspec_kw={"height_ratios": heights})
     for ax, height, title in zip(axes, heights, ("(a) lookahead prediction",
                                                  "(b) sentiment analysis",
                                                  "(c) machine translation",
@@ -92,9 +93,9 @@ def tasks(sentiment: str, classes: list[str], source: str, target: str, caption:
 
     ax = axes[1]  # (b) many-to-one: only the last state gives the output
     xs = unrolled(ax, ["unit"] * len(sentiment), sentiment, None, y=1.3)
-    box(ax, xs[-1], 2.4, "softmax", kind="layer", width=1.2, height=0.5, fontsize=9)
+    box(ax, xs[-1], 2.4, "softmax", kind="layer", width=1.3, height=0.5, fontsize=9)
     arrow(ax, (xs[-1], 1.6), (xs[-1], 2.15))
-    arrow(ax, (xs[-1] + 0.6, 2.4), (xs[-1] + 1.3, 2.4))
+    arrow(ax, (xs[-1] + 0.65, 2.4), (xs[-1] + 1.3, 2.4))
     label(ax, xs[-1] + 1.4, 2.4, "probabilities of\n" + ", ".join(classes), fontsize=9,
           ha="left")
 
@@ -127,7 +128,7 @@ def paradigms(patterns: dict[str, tuple[list[bool], list[bool]]]):
     which write an output y_hat^<t>."""
     sizes = [len(i) for i, _ in patterns.values()]
     width = 0.62 * (sum(sizes) + 0.4 * len(sizes)) + 0.4  # about 0.6 inch per unit
-    fig, axes = plt.subplots(1, len(patterns), figsize=(width, 3.0),
+    fig, axes = plt.subplots(1, len(patterns), figsize=(min(width, MAX_WIDTH), 3.0),
                              gridspec_kw={"width_ratios": sizes})
     axes = [axes] if len(patterns) == 1 else list(axes)
     for ax, (title, (has_in, has_out)) in zip(axes, patterns.items(), strict=True):
@@ -152,7 +153,7 @@ def recursive_and_unfolded(steps: int = 3):
     times = ["t"] if steps == 1 else [f"t{k:+d}" if k else "t"
                                       for k in range(-(steps // 2), steps - steps // 2)]
     width = 5.2 + 1.6 * steps
-    fig, ax = canvas(width, 3.6, scale=0.85)
+    fig, ax = canvas(width, 3.6, scale=min(0.85, MAX_WIDTH / width))
     x, y = 1.2, 1.8  # the recursive graph
     box(ax, x, y, _t("h", "t"), kind="unit", width=1.0, height=0.6)
     arrow(ax, (x, y - 0.95), (x, y - 0.3))
@@ -160,7 +161,7 @@ def recursive_and_unfolded(steps: int = 3):
     arrow(ax, (x, y + 0.3), (x, y + 0.95))
     label(ax, x, y + 1.2, _t(r"\hat{y}", "t"))
     arrow(ax, (x + 0.5, y + 0.12), (x + 0.5, y - 0.12), connection="arc3,rad=-2.2")
-    label(ax, x + 1.3, y, "state", fontsize=8, color="gray")
+    label(ax, x + 1.3, y, "state", fontsize=9, color="gray")
     label(ax, 3.4, y, "unfold\n" + r"$\Longrightarrow$", fontsize=9)
     unrolled(ax, [_t("h", t) for t in times], [_t("x", t) for t in times],
              [_t(r"\hat{y}", t) for t in times], x0=5.2, y=y, step=1.6,
@@ -277,7 +278,8 @@ def lookahead(model: RNN, sentence: list[str], lexicon: list[str]):
     colours = ["#2e7d32" if int(k) == int(y) else "#c62828"
                for k, y in zip(predicted, ids[1:], strict=True)]
     outputs = [f"{lexicon[k]}\n({float(b):.2f})" for k, b in zip(predicted, best, strict=True)]
-    fig, ax = canvas(x0 + step * (T - 1) + 1.2, 4.6, scale=0.85)
+    width = x0 + step * (T - 1) + 1.2
+    fig, ax = canvas(width, 4.6, scale=min(0.85, MAX_WIDTH / width))
     xs = unrolled(ax, [_t("h", t) for t in range(1, T + 1)], sentence[:-1], outputs, x0=x0,
                   y=1.6, step=step, width=1.1, fontsize=10, output_colours=colours)
     for x_t, target in zip(xs, sentence[1:], strict=True):

@@ -9,9 +9,12 @@ that stand for a model's parts carry a gid ("head", "sublayer", "norm", "residua
 "encoder block", "decoder block", "decoder step"), so a test can count them.
 """
 
+import math
+
 import matplotlib.pyplot as plt
 
-from seqlib.diagrams import arrow, box, canvas, frame, label, op, time_label
+from seqlib.checks import positive_int
+from seqlib.diagrams import MAX_WIDTH, arrow, box, canvas, frame, label, op, time_label
 
 LEARNED = "#1f5fbf"  # the learned matrices W_q, W_k, W_v of (7.24) (blue in Fig. 7.12)
 NON_CAUSAL = "#c0392b"  # what the non-causal form adds (red in Fig. 7.12)
@@ -42,7 +45,7 @@ def self_attention_flow(*, learned: bool = True, non_causal: bool = True):
         centres.append(x + (step / 2 if name != "t" or not learned else 0.95))
         x += step
     width, height = x + 0.3, 7.6
-    fig, ax = canvas(width, height, scale=0.62)
+    fig, ax = canvas(width, height, scale=min(0.62, MAX_WIDTH / width))
     y_in, y_w, y_q, y_a, y_mul, y_sum, y_out = 0.5, 1.55, 2.3, 3.05, 4.25, 5.55, 6.55
     t_x = centres[names.index("t")]
     q_from = (t_x + 1.15, y_w + 0.21) if learned else (t_x + 0.3, y_in + 0.28)
@@ -73,7 +76,7 @@ def self_attention_flow(*, learned: bool = True, non_causal: bool = True):
         arrow(ax, (alpha_x + 0.18, y_q), (alpha_x + 0.18, y_a - 0.27), colour=colour,
               shrink=0)  # the query
         box(ax, alpha_x, y_a, rf"$\alpha^{{\langle t \rangle}}_{{{name}}}$", kind="attention",
-            width=0.8, height=0.52, edgecolor=colour)
+            width=0.9, height=0.52, edgecolor=colour)
         op(ax, c, y_mul, r"$\times$")
         arrow(ax, (alpha_x, y_a + 0.26), (c - 0.13, y_mul - 0.13), colour=colour)
         arrow(ax, (value_x, (y_w + 0.21) if learned else (y_in + 0.28)),
@@ -111,7 +114,7 @@ def multi_head_attention(mha, *, max_heads: int = 4):
     shown = list(range(1, H + 1)) if H <= max_heads else [1, 2, None, H]
     column = 2.9
     width, height = 1.0 + column * len(shown), 7.0
-    fig, ax = canvas(width, height, scale=0.7)
+    fig, ax = canvas(width, height, scale=min(0.7, MAX_WIDTH / width))
     centre = width / 2
     y_in, y_head, y_u, y_sum, y_out = 0.55, 2.45, 3.95, 5.35, 6.35
     inputs = (r"$x^{\langle 1 \rangle}\ \ x^{\langle 2 \rangle}\ \cdots\ x^{\langle t \rangle}"
@@ -312,52 +315,70 @@ def encoder_decoder(model, *, max_blocks: int = 3):
         kind="output", width=2.2, height=0.5)
     arrow(ax, (xd + 1.1, y_hat), (xd + 1.1, 0.95), "", linestyle="--",
           connection="arc3,rad=-0.45")
-    label(ax, width - 0.05, (y_hat + 0.95) / 2, "autoregressive\nfeedback", fontsize=8,
+    label(ax, width - 0.05, (y_hat + 0.95) / 2, "autoregressive\nfeedback", fontsize=9,
           ha="right")
     return fig
 
 
 # ------------------------------------------------------------------------------ Fig. 7.17
 
-def autoregressive_decoding(source: list, steps: list):
+def autoregressive_decoding(source: list, steps: list, *, per_row: int = 4):
     """Fig. 7.17: the encoder runs once on the source tokens and gives the code z; the
     decoder then runs once per output token, (7.34): call t reads z and the tokens so far
     (<start> and the outputs of calls 1, ..., t - 1, listed under it) and gives the next
     token (above it). `source`: the source tokens (strs); `steps`: one (decoder input
     tokens, output token) pair per decoder call, in order, for example from a greedy
-    decoding. Returns the figure."""
+    decoding. The calls run left to right in rows of at most `per_row` (rows of about equal
+    length, one under the other), z reaching every row, so the figure stays at most
+    MAX_WIDTH inches wide. Returns the figure."""
     if not source or not all(isinstance(w, str) for w in source):
         raise ValueError(f"source must be a non-empty list of tokens (strs), got {source!r}")
     if not steps or not all(isinstance(s, tuple) and len(s) == 2 for s in steps):
         raise ValueError(f"steps must be a non-empty list of (input tokens, output token) "
                          f"pairs, got {steps!r}")
-    n, col, line, x0 = len(steps), 2.0, 0.34, 4.2
-    depth = max(len(source), *(len(inputs) for inputs, _ in steps))
-    y_box = 0.75 + line * depth + 0.45
-    y_out, y_z = y_box + 0.95, y_box + 1.55
-    width, height = x0 + col * (n - 0.5) + 0.2, y_z + 0.45
-    fig, ax = canvas(width, height, scale=0.6)
+    positive_int("per_row", per_row)
+    n, col, line, x0 = len(steps), 2.0, 0.3, 4.2
+    n_rows = math.ceil(n / per_row)
+    in_row = math.ceil(n / n_rows)  # rows of about equal length
+    rows = [steps[k:k + in_row] for k in range(0, n, in_row)]
+    # per row, bottom to top: the call numbers, the input tokens, the boxes, the outputs, z
+    depths = [max(len(inputs) for inputs, _ in row) for row in rows]
+    depths[0] = max(depths[0], len(source))  # the encoder, in the first row
+    heights = [3.2 + line * depth for depth in depths]
+    bases = [sum(heights[r + 1:]) for r in range(len(rows))]  # the first row on top
+    width, height = x0 + col * (in_row - 0.5) + 0.2, sum(heights)
+    fig, ax = canvas(width, height, scale=min(0.78, MAX_WIDTH / width))
+    y_boxes = [base + 0.75 + line * depth + 0.45 for base, depth in zip(bases, depths,
+                                                                         strict=True)]
 
-    def tokens(x, words):
+    def tokens(x, y_box, words):
         """The tokens one under the other below a box at x, and an arrow into it."""
         for j, word in enumerate(words):
             label(ax, x, y_box - 0.72 - line * j, word, fontsize=9)
         arrow(ax, (x, y_box - 0.57), (x, y_box - 0.3))
 
+    y_box = y_boxes[0]
     box(ax, 1.5, y_box, "Transformer\nEncoder", kind="unit", width=2.3, height=0.8,
         fontsize=9)
-    tokens(1.5, source)
-    ax.plot([1.5, 1.5, x0 + col * (n - 1) - 0.45], [y_box + 0.4, y_z, y_z], color="black",
-            linewidth=1.0)
+    tokens(1.5, y_box, source)
+    y_z = y_box + 1.55
+    ax.plot([1.5, 1.5, x0 + col * (len(rows[0]) - 1) - 0.45], [y_box + 0.4, y_z, y_z],
+            color="black", linewidth=1.0)
     label(ax, 1.75, y_z - 0.28, "$z$", fontsize=11)
-    for k, (inputs, output) in enumerate(steps):
-        x = x0 + col * k
-        box(ax, x, y_box, "Transformer\nDecoder", kind="unit", width=1.7, height=0.8,
-            fontsize=8)
-        _tagged(ax, "decoder step")
-        tokens(x, inputs)
-        arrow(ax, (x - 0.45, y_z), (x - 0.45, y_box + 0.4), shrink=0)
-        arrow(ax, (x + 0.35, y_box + 0.4), (x + 0.35, y_out - 0.18))
-        label(ax, x + 0.35, y_out, output, fontsize=10, fontweight="bold")
-        label(ax, x, 0.25, f"call {k + 1}", fontsize=9, color="0.35")
+    x_bus = (1.5 + 2.3 / 2 + x0 - 1.7 / 2) / 2  # z down to the other rows, left of them
+    for r, (row, base, y_box) in enumerate(zip(rows, bases, y_boxes, strict=True)):
+        y_out, y_row = y_box + 0.95, y_box + 1.55
+        if r:
+            ax.plot([x_bus, x_bus, x0 + col * (len(row) - 1) - 0.45], [y_z, y_row, y_row],
+                    color="black", linewidth=1.0)
+        for i, (inputs, output) in enumerate(row):
+            x = x0 + col * i
+            box(ax, x, y_box, "Transformer\nDecoder", kind="unit", width=1.7, height=0.8,
+                fontsize=9)
+            _tagged(ax, "decoder step")
+            tokens(x, y_box, inputs)
+            arrow(ax, (x - 0.45, y_row), (x - 0.45, y_box + 0.4), shrink=0)
+            arrow(ax, (x + 0.35, y_box + 0.4), (x + 0.35, y_out - 0.18))
+            label(ax, x + 0.35, y_out, output, fontsize=10, fontweight="bold")
+            label(ax, x, base + 0.25, f"call {r * in_row + i + 1}", fontsize=9, color="0.35")
     return fig

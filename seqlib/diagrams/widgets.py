@@ -69,7 +69,7 @@ def plot_adjoint_norms(radii, *, T: int = 50, input_scale: float = 1e-12,
     ax.set(xlabel="T - t (steps back from the loss)",
            ylabel=r"$\|\zeta^{\langle t\rangle}\| \,/\, \|\zeta^{\langle T\rangle}\|$",
            title=title or f"Adjoint norms, {nonlinearity}, input scale {input_scale:g}")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize=9)
     return results
 
 

@@ -73,5 +73,5 @@ def plot_reliability(curves: dict[str, Reliability], ax=None):
     ax.set_ylabel("accuracy (per bin)")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=9)
     return ax.figure
