@@ -47,13 +47,25 @@ def render(page: str, chapters: dict, coverage: dict) -> str:
     seconds = entry.get("seconds")
     if seconds is None:
         raise ValueError(f"book/chapters.yml: {page} has no measured `seconds`")
-    time = (f"**Time:** {_minutes(seconds)} on a 2-core laptop CPU ({seconds:g} s measured "
-            f"with `make execute`, the pages in order sharing one model cache")
-    time += (f"; {entry['alone']:g} s run alone with an empty cache)." if "alone" in entry
-             else ").")
+    if takes_models(entry) != ("cold" in entry):
+        raise ValueError(f"book/chapters.yml: {page} needs `cold` exactly when it loads "
+                         f"models that other pages train")
+    if "cold" in entry:
+        time = (f"**Time** on a 2-core laptop CPU: {_minutes(seconds)} after the earlier "
+                f"pages ({seconds:g} s, loading their models); {_minutes(entry['cold'])} "
+                f"cold, with an empty model cache as on a fresh Colab runtime "
+                f"({entry['cold']:g} s, training them first).")
+    else:
+        time = (f"**Time** on a 2-core laptop CPU: {_minutes(seconds)} ({seconds:g} s), "
+                f"cold or not: it loads no model of another page.")
     return "\n".join([HEADER, ":class: note", "", chapter, "", f"**Needs:** {needs}.", "", time,
                       "", "Every equation, figure and number of the chapter has its home listed "
                       "on the {doc}`coverage page </book/coverage>`.", ":::"])
+
+
+def takes_models(entry: dict) -> bool:
+    """Whether the page loads models that other pages train (its `needs` names them)."""
+    return any(" of page" in need for need in entry["needs"])
 
 
 def notebooks() -> list:

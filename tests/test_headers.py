@@ -33,3 +33,14 @@ def test_the_box_links_each_equation_and_figure_home():
     assert "Section 7.3" in box and "[(7.16)](eq-7-16)" in box and "[(7.19)](eq-7-19)" in box
     assert "**Beyond Chapter 7**" in headers.render("13_time_series_lookahead", CHAPTERS,
                                                       COVERAGE)
+
+
+def test_a_page_that_loads_models_of_other_pages_gives_its_cold_time_too():
+    """As on a fresh Colab runtime: with an empty model cache such a page trains them first."""
+    loaders = [page for page, entry in CHAPTERS.items() if headers.takes_models(entry)]
+    assert "08_attention" in loaders and "01_sequence_data_and_embeddings" not in loaders
+    for page, entry in CHAPTERS.items():
+        assert ("cold" in entry) == (page in loaders), page
+        if page in loaders:
+            assert entry["cold"] > entry["seconds"], page  # it trains more
+            assert "cold, with an empty model cache" in headers.render(page, CHAPTERS, COVERAGE)
