@@ -10,6 +10,10 @@ Every page of the book (the root page and each chapter of ``_toc.yml``) must:
 - show every figure of its content as a loaded image;
 - typeset every equation: MathJax output for each math element, no MathJax error, and no
   raw TeX delimiters (``$$``, ``\\(``, ``\\[``) left in the visible text.
+- fit the column at 1,400 px: no shown code block wider than its column, no raw text form
+  of a widget (``VBox(children=...``), every figure stored at twice the pixels it is shown
+  with (matplotlib's retina output) and not shrunk so far that 9-point text falls under
+  9 px, and the page at most 20,000 px tall;
 - open on a click what it hides: every ``{dropdown}`` of its source (an exercise's
   solution) and every code cell tagged ``hide-cell``, ``hide-input`` or ``hide-output`` is
   on the page, hidden, and shows its content once its summary is clicked.
@@ -220,9 +224,59 @@ RAW_TEX = ("$$", "\\(", "\\)", "\\[", "\\]", "\\begin{")
 OUTPUT_TEXT_JS = """
 () => Array.from(document.querySelectorAll("main .cell_output pre"), pre => pre.textContent)
 """
-# A progress bar's first frame ("  0%|          | 0/600 [00:00<?, ?it/s]"): shown, it means
-# the frames that a terminal overwrites were all printed.
-FIRST_FRAME = re.compile(r"\|\s*0/\d+ \[")
+
+
+# The reader's window: the layout checks below hold at this width.
+VIEWPORT = {"width": 1400, "height": 900}
+MAX_PAGE_HEIGHT = 20_000  # px at VIEWPORT's width: about 22 screens
+# A figure is shown at its stored width over 2 (retina); shrunk further to fit the column,
+# 9-point text (12.5 px at matplotlib's 100 dpi) stays at 9 px down to this scale.
+MIN_FIGURE_SCALE = 9 / (9 * 100 / 72)
+# The text form of an ipywidgets widget, shown where the widget itself cannot be.
+WIDGET_REPR = re.compile(r"\b(?:VBox|HBox|Box|interactive)\(children=|\b\w+Slider\(value=")
+
+# The layout as the reader sees it: what is shown (outside a closed <details>) of the code
+# blocks and figures of the content, and the page's height.
+LAYOUT_JS = """
+() => {
+  const shown = (e) => e.offsetParent !== null && !e.closest("details:not([open])");
+  const blocks = Array.from(document.querySelectorAll("main pre")).filter(shown);
+  const figures = Array.from(document.querySelectorAll("main .cell_output img")).filter(shown);
+  return {
+    height: document.documentElement.scrollHeight,
+    wide: blocks.filter((p) => p.scrollWidth > p.clientWidth + 1)
+                .map((p) => `${p.scrollWidth} px in ${p.clientWidth} px: `
+                            + p.textContent.trim().split("\\n")[0].slice(0, 60)),
+    figures: figures.map((img) => ({src: img.getAttribute("src"),
+                                    natural: img.naturalWidth, shown: img.clientWidth})),
+  };
+}
+"""
+
+
+def check_layout(page) -> list[str]:
+    """What of the page does not fit the reader's column at VIEWPORT's width."""
+    layout = page.evaluate(LAYOUT_JS)
+    problems = []
+    if layout["height"] > MAX_PAGE_HEIGHT:
+        problems.append(f"{layout['height']} px tall at {VIEWPORT['width']} px, over "
+                        f"{MAX_PAGE_HEIGHT}")
+    if layout["wide"]:
+        problems.append(f"code blocks wider than their column: {layout['wide']}")
+    widgets = [out[:80] for out in page.evaluate(OUTPUT_TEXT_JS) if WIDGET_REPR.search(out)]
+    if widgets:
+        problems.append(f"the text form of a widget: {widgets}")
+    for fig in layout["figures"]:
+        if fig["src"].endswith(".svg"):
+            continue
+        if fig["natural"] < 2 * fig["shown"] - 2:  # the width attribute rounds
+            problems.append(f"figure {fig['src']} has {fig['natural']} px shown at "
+                            f"{fig['shown']} px: fewer than twice (store it as retina PNG)")
+        elif fig["shown"] < MIN_FIGURE_SCALE * fig["natural"] / 2:
+            problems.append(f"figure {fig['src']} is shrunk to {fig['shown']} px from "
+                            f"{fig['natural'] // 2} px: its text would be under 9 px (make "
+                            f"it narrower)")
+    return problems
 
 
 def allowed(message: str) -> bool:
@@ -303,7 +357,7 @@ def check_hidden_elements(page, page_path: str) -> list[str]:
 @pytest.mark.parametrize("page_path", PAGES or [MISSING_BUILD])
 def test_page(page_path, server, browser):
     """The page loads offline, without JS errors, with its figures and typeset equations."""
-    context = browser.new_context()
+    context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     foreign, failed, js_errors = [], [], []
@@ -362,9 +416,7 @@ def test_page(page_path, server, browser):
         raw = [delim for delim in RAW_TEX if delim in text]
         if raw:
             problems.append(f"raw TeX {raw} left in the visible text")
-        residue = [out[:80] for out in page.evaluate(OUTPUT_TEXT_JS) if FIRST_FRAME.search(out)]
-        if residue:
-            problems.append(f"progress bars shown frame by frame: {residue}")
+        problems += check_layout(page)
 
         # Last, as it changes the page: what opens on a click.
         problems += check_hidden_elements(page, page_path)

@@ -53,3 +53,97 @@ def test_outputs_are_stored_and_few_cells_are_unchecked(path):
     unchecked = [c for c in code if UNCHECKED_TAGS & set(c["metadata"].get("tags", []))]
     assert len(unchecked) < 0.1 * len(code), f"{path.name}: too many cells unchecked by nbval"
     assert not any("NBVAL_" in source(c) for c in code), "use cell tags, not NBVAL comments"
+
+
+# Cell tags with which Jupyter Book folds (or removes) a cell's source.
+FOLDED = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+MAX_LINE = 80  # characters of a visible code line: the column at 1,400 px holds them
+MAX_VISIBLE_LINES = 3_000  # visible code lines across the pages: the idea, not the checks
+# The last frame of a tqdm progress bar: "name: 100%|████| 600/600 [00:29<00:00, ...]".
+PROGRESS_BAR = re.compile(r"^[^\n|]*\d+%\|[^|]*\| \d+/\d+ \[[^\]]*\]$")
+
+
+def visible_code(path):
+    """The code cells whose source a reader sees without opening a fold."""
+    return [c for c in cells(path, "code")
+            if not FOLDED & set(c["metadata"].get("tags", []))]
+
+
+def headings(path, level):
+    marks = "#" * level + " "
+    return [line[len(marks):].strip() for c in cells(path, "markdown")
+            for line in source(c).splitlines() if line.startswith(marks)]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_title_carries_the_page_number_only(path):
+    """One numbering: page 14's title is "14. ...", and nothing in it reads like 7.k."""
+    title = headings(path, 1)[0]
+    number = int(path.name[:2])
+    assert title.startswith(f"{number}. "), f"{path.name}: title {title!r} must open with " \
+        f"'{number}. '"
+    assert not re.search(r"\b7\.\d", title), f"{path.name}: the chapter's section belongs in " \
+        "the box under the title, not in the title"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_page_ends_with_summary_try_this_and_exercises(path):
+    sections = headings(path, 2)
+    ends = [s for s in sections if s in {"Summary", "Try this", "Exercises"}]
+    assert ends == ["Summary", "Try this", "Exercises"], \
+        f"{path.name}: sections end {ends}, not Summary, Try this, Exercises"
+    assert sections[-3:] == ends, f"{path.name}: {sections[-3:]} must close the page"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_pages_refer_to_each_other_by_page_number(path):
+    text = "\n".join(source(c) for c in cells(path, "markdown"))
+    old = re.findall(r"\b[Nn]otebooks? \d+", text)
+    assert not old, f"{path.name}: write 'page N', not {old}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_visible_code_fits_the_column(path):
+    long = [line for c in visible_code(path) for line in source(c).splitlines()
+            if len(line) > MAX_LINE]
+    assert not long, f"{path.name}: visible code lines over {MAX_LINE} characters: {long}"
+
+
+def test_the_visible_code_of_the_pages_stays_short():
+    """The checks, plots and widget builders fold; what is left is the idea."""
+    lines = {path.name: sum(1 for c in visible_code(path) for line in source(c).splitlines()
+                            if line.strip()) for path in NOTEBOOKS}
+    assert sum(lines.values()) <= MAX_VISIBLE_LINES, \
+        f"{sum(lines.values())} visible code lines, over {MAX_VISIBLE_LINES}: {lines}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_errors_stream_holds_only_finished_progress_bars(path):
+    """The HTML book leaves the error stream out (`nb_output_stderr: remove`): it may hold
+    nothing but progress bars, so that no warning is hidden."""
+    for i, cell in enumerate(cells(path, "code")):
+        for out in cell.get("outputs", []):
+            if out["output_type"] == "stream" and out["name"] == "stderr":
+                text = "".join(out["text"]).replace("\r", "\n")
+                other = [line for line in text.splitlines()
+                         if line.strip() and not PROGRESS_BAR.match(line)]
+                assert not other, f"{path.name}, code cell {i}: {other[:3]} on stderr"
+
+
+def png_width(data: str) -> int:
+    """The pixel width of a base64 PNG, from its header."""
+    import base64
+    return int.from_bytes(base64.b64decode(data[:44])[16:20], "big")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_figures_are_stored_at_twice_their_display_width(path):
+    """Retina PNGs: sharp at the column width (the `%config` line of the set-up cell)."""
+    for i, cell in enumerate(cells(path, "code")):
+        for out in cell.get("outputs", []):
+            if "image/png" not in out.get("data", {}):
+                continue
+            shown = out.get("metadata", {}).get("image/png", {}).get("width")
+            pixels = png_width(out["data"]["image/png"])
+            assert shown is not None and pixels >= 2 * shown - 1, \
+                f"{path.name}, code cell {i}: {pixels} px shown at {shown}: not retina"
