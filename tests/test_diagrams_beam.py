@@ -8,20 +8,11 @@ import torch
 from matplotlib.patches import FancyBboxPatch
 from test_decoding import END, GO, MISSED
 
-from seqlib.diagrams import COLOURS, MAX_WIDTH, MIN_FONTSIZE
+from seqlib.diagrams import COLOURS, legible
 from seqlib.diagrams.beam import beam_trace, draw_beam_search
 
 WORDS = ["<start>", "<stop>", "x", "y", "z"]
 
-
-def legible(fig) -> bool:
-    """At most MAX_WIDTH inches wide and no text under MIN_FONTSIZE points: the figure
-    reads at the book's column width."""
-    texts = [t for ax in fig.axes for t in [*ax.texts, ax.title] if t.get_text()]
-    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
-    texts += [t for legend in legends for t in legend.get_texts()]
-    return (fig.get_figwidth() <= MAX_WIDTH
-            and min(t.get_fontsize() for t in texts) >= MIN_FONTSIZE)
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ from matplotlib.colors import to_rgba  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from seqlib import GRU, LSTM, RNN, GRUCell, LSTMCell  # noqa: E402
-from seqlib.diagrams import COLOURS, MAX_WIDTH, MIN_FONTSIZE  # noqa: E402
+from seqlib.diagrams import COLOURS, legible  # noqa: E402
 from seqlib.diagrams.gated import draw_recurrent, draw_unit  # noqa: E402
 
 
@@ -21,15 +21,6 @@ def boxes(fig, kind):
     return sum(1 for ax in fig.axes for patch in ax.patches
                if hasattr(patch, "get_boxstyle") and patch.get_facecolor() == colour)
 
-
-def legible(fig) -> bool:
-    """At most MAX_WIDTH inches wide and no text under MIN_FONTSIZE points: the figure
-    reads at the book's column width."""
-    texts = [t for ax in fig.axes for t in [*ax.texts, ax.title] if t.get_text()]
-    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
-    texts += [t for legend in legends for t in legend.get_texts()]
-    return (fig.get_figwidth() <= MAX_WIDTH
-            and min(t.get_fontsize() for t in texts) >= MIN_FONTSIZE)
 
 
 @pytest.fixture(autouse=True)

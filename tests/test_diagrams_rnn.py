@@ -12,7 +12,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 
 from seqlib import RNN  # noqa: E402
-from seqlib.diagrams import COLOURS, MAX_WIDTH, MIN_FONTSIZE  # noqa: E402
+from seqlib.diagrams import COLOURS, legible  # noqa: E402
 from seqlib.diagrams import rnn as diagrams  # noqa: E402
 
 LEXICON = ["deep", "engineering", "learning", "machine", "mathematical", "of", "statistics",
@@ -35,15 +35,6 @@ def boxes(fig, kind):
 def texts(fig):
     return " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
 
-
-def legible(fig) -> bool:
-    """At most MAX_WIDTH inches wide and no text under MIN_FONTSIZE points: the figure
-    reads at the book's column width."""
-    texts = [t for ax in fig.axes for t in [*ax.texts, ax.title] if t.get_text()]
-    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
-    texts += [t for legend in legends for t in legend.get_texts()]
-    return (fig.get_figwidth() <= MAX_WIDTH
-            and min(t.get_fontsize() for t in texts) >= MIN_FONTSIZE)
 
 
 def test_tasks_draws_one_unit_per_word():

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from seqlib.diagrams import MAX_WIDTH, MIN_FONTSIZE  # noqa: E402
+from seqlib.diagrams import legible  # noqa: E402
 from seqlib.diagrams import transformer as diagrams  # noqa: E402
 from seqlib.self_attention import MultiHeadAttention  # noqa: E402
 from seqlib.transformer import (  # noqa: E402
@@ -27,15 +27,6 @@ def gids(fig, gid):
 def texts(fig):
     return [t.get_text() for ax in fig.axes for t in ax.texts]
 
-
-def legible(fig) -> bool:
-    """At most MAX_WIDTH inches wide and no text under MIN_FONTSIZE points: the figure
-    reads at the book's column width."""
-    texts = [t for ax in fig.axes for t in [*ax.texts, ax.title] if t.get_text()]
-    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
-    texts += [t for legend in legends for t in legend.get_texts()]
-    return (fig.get_figwidth() <= MAX_WIDTH
-            and min(t.get_fontsize() for t in texts) >= MIN_FONTSIZE)
 
 
 @pytest.fixture(autouse=True)

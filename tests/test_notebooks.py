@@ -1,5 +1,6 @@
 """The notebooks keep the book's conventions (their outputs are checked by nbval)."""
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -132,7 +133,6 @@ def test_errors_stream_holds_only_finished_progress_bars(path):
 
 def png_width(data: str) -> int:
     """The pixel width of a base64 PNG, from its header."""
-    import base64
     return int.from_bytes(base64.b64decode(data[:44])[16:20], "big")
 
 

@@ -19,6 +19,16 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 MAX_WIDTH = 9.0  # inches: the widest figure the book's column shows at full size
 MIN_FONTSIZE = 9  # points: the smallest text of a figure
 
+def legible(fig) -> bool:
+    """Whether `fig` reads at the book's column width: at most MAX_WIDTH inches wide and no
+    text (of its axes, their titles and legends) under MIN_FONTSIZE points."""
+    texts = [t for ax in fig.axes for t in [*ax.texts, ax.title] if t.get_text()]
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    texts += [t for legend in legends for t in legend.get_texts()]
+    return (fig.get_figwidth() <= MAX_WIDTH
+            and min(t.get_fontsize() for t in texts) >= MIN_FONTSIZE)
+
+
 # One colour per kind of element, as in the chapter's figures: units blue, internal gates
 # yellow, internal states gray (Fig. 7.8), operations white circles.
 COLOURS = {
