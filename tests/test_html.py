@@ -68,7 +68,6 @@ CHROMIUM_ARGS = book_pdf.CHROMIUM_ARGS
 LOCAL_HOST = "127.0.0.1"
 TIMEOUT_MS = 30_000
 MATHJAX_TIMEOUT_MS = 15_000
-OPEN_TIMEOUT_MS = 5_000  # for a clicked summary to show its content
 MISSING_BUILD = "<no built book>"
 
 
@@ -177,12 +176,14 @@ def test_every_toc_file_was_built():
     assert not missing, f"pages of _toc.yml missing from {HTML_DIR}: {missing}"
 
 
-# JavaScript run in the page once it has loaded: make every figure load, and wait for it.
+# JavaScript run in the page once it has loaded, and again once its hidden parts are open:
+# make every figure load, and wait for the figures and the fonts the page now uses.
 LOAD_IMAGES_JS = """
 async () => {
   const imgs = Array.from(document.querySelectorAll("main img"));
   for (const img of imgs) { img.loading = "eager"; }
   await Promise.all(imgs.map((img) => img.decode().catch(() => null)));
+  await document.fonts.ready;
   return imgs.map((img) => ({
     src: img.getAttribute("src"),
     loaded: img.complete && img.naturalWidth > 0,
@@ -310,47 +311,60 @@ def hidden_in_source(path: pathlib.Path) -> tuple[int, int]:
     return dropdowns, hidden
 
 
-# The content that a <details> shows once open: all its children but the summary.
-DETAILS_CONTENT = ":scope > :not(summary)"
+# What the reader can open on the page: solutions (sphinx-design dropdowns) and hidden cells.
+OPENABLE = {"dropdown": "main details.sd-dropdown", "hidden cell": "main div.cell > details.hide"}
 
-
-def check_opens(details, what: str) -> list[str]:
-    """Click a closed <details>' summary; what is wrong if its content does not show."""
-    content = details.locator(DETAILS_CONTENT)
-    if not content.count():
-        return [f"{what} has nothing to show"]
-    if details.evaluate("d => d.open") or content.first.is_visible():
-        return [f"{what} is open before a click"]
-    details.locator(":scope > summary").click()
-    try:
-        content.first.wait_for(state="visible", timeout=OPEN_TIMEOUT_MS)
-    except PlaywrightTimeout:
-        return [f"{what} does not show its content when its summary is clicked"]
-    if not content.first.inner_text().strip() and not content.first.locator("img").count():
-        return [f"{what} shows empty content when opened"]  # neither text nor a figure
-    return []
+# The state of every <details> that `selector` finds: its summary's text, whether it is
+# open, and its content (the first child but the summary): whether there is one, whether it
+# is shown (rendered, with a box), and whether it holds text or a figure.
+DETAILS_JS = """
+(selector) => Array.from(document.querySelectorAll(selector), (d) => {
+  const summary = d.querySelector(":scope > summary");
+  const content = d.querySelector(":scope > :not(summary)");
+  const box = content ? content.getBoundingClientRect() : null;
+  return {
+    title: summary ? summary.textContent.trim().slice(0, 60) : "",
+    open: d.open,
+    content: content !== null,
+    shown: content !== null && content.checkVisibility() && box.width > 0 && box.height > 0,
+    filled: content !== null && (content.innerText.trim() !== ""
+                                 || content.querySelector("img") !== null),
+  };
+})
+"""
 
 
 def check_hidden_elements(page, page_path: str) -> list[str]:
-    """Every dropdown and hidden cell of the page's source is on the page and opens."""
+    """Every dropdown and hidden cell of the page's source is on the page, closed, and shows
+    its content once its summary is clicked (a real click, one element after another; the
+    states before and after are read in one pass each)."""
     source = source_of(page_path)
     if source is None:
         return [f"no source (.ipynb or .md) for {page_path} in {SOURCE_DIR}"]
-    want_dropdowns, want_hidden = hidden_in_source(source)
-    dropdowns = page.locator("main details.sd-dropdown")
-    hidden = page.locator("main div.cell > details.hide")
+    want = dict(zip(OPENABLE, hidden_in_source(source), strict=True))
     problems = []
-    if dropdowns.count() != want_dropdowns:
-        problems.append(f"{dropdowns.count()} dropdowns on the page, {want_dropdowns} in "
-                        f"{source.name}")
-    if hidden.count() != want_hidden:
-        problems.append(f"{hidden.count()} hidden cells on the page, {want_hidden} code cells "
-                        f"tagged {sorted(HIDE_TAGS)} in {source.name}")
-    for i in range(dropdowns.count()):
-        title = dropdowns.nth(i).locator(":scope > summary").inner_text().strip()
-        problems += check_opens(dropdowns.nth(i), f"dropdown {i + 1} ({title!r})")
-    for i in range(hidden.count()):
-        problems += check_opens(hidden.nth(i), f"hidden cell {i + 1}")
+    for kind, selector in OPENABLE.items():
+        before = page.evaluate(DETAILS_JS, selector)
+        if len(before) != want[kind]:
+            source_has = (f"{want[kind]} code cells tagged {sorted(HIDE_TAGS)}"
+                          if kind == "hidden cell" else str(want[kind]))
+            problems.append(f"{len(before)} {kind}s on the page, {source_has} in {source.name}")
+        closed = []
+        for i, state in enumerate(before):
+            what = f"{kind} {i + 1}" + (f" ({state['title']!r})" if kind == "dropdown" else "")
+            if not state["content"]:
+                problems.append(f"{what} has nothing to show")
+            elif state["open"] or state["shown"]:
+                problems.append(f"{what} is open before a click")
+            else:
+                page.locator(selector).nth(i).locator(":scope > summary").click()
+                closed.append((i, what))
+        after = page.evaluate(DETAILS_JS, selector) if closed else []
+        for i, what in closed:
+            if not after[i]["shown"]:
+                problems.append(f"{what} does not show its content when its summary is clicked")
+            elif not after[i]["filled"]:
+                problems.append(f"{what} shows empty content when opened")  # no text, no figure
     return problems
 
 
@@ -418,10 +432,12 @@ def test_page(page_path, server, browser):
             problems.append(f"raw TeX {raw} left in the visible text")
         problems += check_layout(page)
 
-        # Last, as it changes the page: what opens on a click.
+        # Last, as it changes the page: what opens on a click, and the figures it shows.
         problems += check_hidden_elements(page, page_path)
-
-        page.wait_for_load_state("networkidle")
+        opened = [img["src"] for img in page.evaluate(LOAD_IMAGES_JS)
+                  if not img["loaded"] and img["src"] not in broken]
+        if opened:
+            problems.append(f"figures that did not load once opened: {opened}")
         if foreign:
             problems.append(f"requests leaving {LOCAL_HOST} (the book must be offline): {foreign}")
         if failed:
