@@ -12,11 +12,13 @@ off Colab), waits for every figure and for MathJax to finish, and starts each ch
 new page. Shadows are not printed: Chromium rasterises each blurred box-shadow into an
 image of its own, hundreds of them.
 
-The book is printed twice: the first print tells on which sheet each chapter's title
-lands (the named destination of its heading), the contents page is given those numbers,
-in space kept for them, so that nothing moves, and the second print is the book, each
-sheet numbered at its foot. Its outline (bookmarks) is then written from the headings
-themselves, one entry per heading with its text once, nested as the sections are. The PDF
+The book is printed once whole: the print tells on which sheet each chapter's title lands
+(the named destination of its heading). The contents are given those numbers, in space
+kept for them, so that nothing moves, and only the contents' sheets are printed again and
+put in place of the first ones, once their text is found the same but for the numbers
+(else the whole book is printed again). Each sheet is numbered at its foot. The outline
+(bookmarks) is then written from the headings themselves, one entry per heading with its
+text once, nested as the sections are. The PDF
 is not tagged: for this book Chromium's structure tree holds some 190,000 elements, written
 uncompressed (about 19 MB, 40% of the file), and its own outline, read from that tree,
 doubles the title of a heading that falls at a sheet's foot and glues the words of one
@@ -35,6 +37,7 @@ import io
 import logging
 import os
 import pathlib
+import re
 import shutil
 import sys
 import threading
@@ -283,7 +286,7 @@ PDF_OPTIONS = {
     "outline": False,
     "tagged": False,
 }
-# Prints at most: the first gives the sheet numbers, the second should keep them.
+# Whole prints at most: the first gives the sheet numbers, which should then hold.
 MAX_PRINTS = 3
 
 
@@ -359,10 +362,27 @@ def destinations(reader) -> dict[str, tuple[int, float, float]]:
     return found
 
 
+def contents_sheets(reader, targets: list[str]) -> range:
+    """The sheets (indices) of a print that hold the contents: those with a link to a
+    contents entry's heading."""
+    wanted = {"/" + target for target in targets}
+    sheets = [i for i, sheet in enumerate(reader.pages)
+              if any(str(link.get_object().get("/Dest")) in wanted
+                     for link in sheet.get("/Annots") or [])]
+    if not sheets:
+        raise SystemExit("no sheet of the print links to the contents' entries")
+    return range(min(sheets), max(sheets) + 1)
+
+
+def without_numbers(text: str) -> str:
+    """A sheet's text with its numbers and spacing left out."""
+    return re.sub(r"[\d\s]+", " ", text).strip()
+
+
 def print_numbered(page, report: dict):
-    """Print the prepared page until the contents' sheet numbers are those where each
-    chapter's title lands; return the last print (a pypdf reader) and the named
-    destinations of its headings."""
+    """Print the prepared page, then the contents' sheets again with the sheet on which
+    each chapter's title lands; return the print (a pypdf reader), the named destinations
+    of its headings, and the numbered contents' sheets: {sheet index: sheet}."""
     import pypdf
 
     # Chromium's trailer understates the number of objects, which pypdf reports at each
@@ -381,24 +401,46 @@ def print_numbered(page, report: dict):
         if missing:
             raise SystemExit(f"headings without a destination in the PDF: {missing[:10]}")
         found = {id_: dests[id_][0] + 1 for id_ in report["contents"]}
-        if found == numbers:
-            return reader, dests
+        if found == numbers:  # printed whole with its numbers: nothing moved
+            return reader, dests, {}
         moved = [f"{titles[i]}: {numbers[i]} -> {n}" for i, n in found.items()
                  if numbers and numbers[i] != n]
         numbers = found
         page.evaluate(NUMBER_CONTENTS_JS, {id_: str(n) for id_, n in numbers.items()})
+        sheets = contents_sheets(reader, report["contents"])
+        start = time.perf_counter()
+        page.evaluate(RELAYOUT_JS)
+        again = pypdf.PdfReader(io.BytesIO(page.pdf(
+            **PDF_OPTIONS, page_ranges=f"{sheets.start + 1}-{sheets.stop}")))
+        log(f"the contents' {len(sheets)} sheets again in {time.perf_counter() - start:.0f} s")
+        if len(again.pages) == len(sheets) and all(
+                without_numbers(again.pages[k].extract_text())
+                == without_numbers(reader.pages[i].extract_text())
+                for k, i in enumerate(sheets)):
+            return reader, dests, {i: again.pages[k] for k, i in enumerate(sheets)}
+        log("the numbered contents moved text across a sheet: printing the book again")
     raise SystemExit(f"the contents' page numbers did not settle in {MAX_PRINTS} prints; "
                      f"the last print moved {moved[:5]}")
 
 
-def write_book(reader, headings: list[dict], dests: dict, out: pathlib.Path) -> None:
-    """Write the printed book to `out` with its outline: each page of the book and, under
-    it, its sections, as deep as the headings go (the contents are the first section of the
-    root page)."""
+def write_book(reader, headings: list[dict], dests: dict, out: pathlib.Path,
+               replaced: dict | None = None) -> None:
+    """Write the printed book to `out`, each sheet of `replaced` ({index: sheet of another
+    print}) in place of the sheet of that index (its text, figures and links; the sheet
+    itself stays, so destinations on it hold), with its outline: each page of the book and,
+    under it, its sections, as deep as the headings go (the contents are the first section
+    of the root page)."""
     from pypdf import PdfWriter
-    from pypdf.generic import Fit
+    from pypdf.generic import Fit, NameObject
 
     writer = PdfWriter(clone_from=reader)
+    for index, sheet in (replaced or {}).items():
+        copy = sheet.clone(writer, ignore_fields=("/Parent",))
+        for key in ("/Contents", "/Resources", "/Annots"):
+            if key in copy:
+                writer.pages[index][NameObject(key)] = copy.raw_get(key)
+            elif key in writer.pages[index]:
+                del writer.pages[index][NameObject(key)]
     stack: list[tuple[int, object]] = []  # (depth, outline item) of the open sections
     page_level = 1
     for heading in headings:
@@ -477,9 +519,9 @@ def print_pdf(html_dir: pathlib.Path, out: pathlib.Path) -> dict:
                     raise SystemExit("the book cannot be printed:\n- " + "\n- ".join(problems))
                 log(f"{len(report['headings'])} headings; left out {report['colab']} Colab "
                     "set-up cells")
-                reader, dests = print_numbered(page, report)
+                reader, dests, replaced = print_numbered(page, report)
                 out.parent.mkdir(parents=True, exist_ok=True)
-                write_book(reader, report["headings"], dests, out)
+                write_book(reader, report["headings"], dests, out, replaced)
                 log(f"printed in {time.perf_counter() - start:.0f} s")
             finally:
                 browser.close()
