@@ -18,11 +18,10 @@ kept for them, so that nothing moves, and only the contents' sheets are printed 
 put in place of the first ones, once their text is found the same but for the numbers
 (else the whole book is printed again). Each sheet is numbered at its foot. The outline
 (bookmarks) is then written from the headings themselves, one entry per heading with its
-text once, nested as the sections are. The PDF
-is not tagged: for this book Chromium's structure tree holds some 190,000 elements, written
-uncompressed (about 19 MB, 40% of the file), and its own outline, read from that tree,
-doubles the title of a heading that falls at a sheet's foot and glues the words of one
-that wraps.
+text once, nested as the sections are. The PDF is not tagged: for this book Chromium's
+structure tree holds some 190,000 elements, written uncompressed (about 19 MB, 40% of the
+file), and its own outline, read from that tree, doubles the title of a heading that falls
+at a sheet's foot and glues the words of one that wraps.
 
 It fails, naming what is wrong, when MathJax reports an error, leaves an equation
 untypeset, or a figure does not load. Chromium is `SEQLIB_CHROMIUM` if set, else `chromium`
@@ -379,12 +378,21 @@ def without_numbers(text: str) -> str:
     return re.sub(r"[\d\s]+", " ", text).strip()
 
 
+def printed(page, what: str, **options):
+    """The prepared page printed from a fresh layout (a pypdf reader); logs its time."""
+    import pypdf
+
+    start = time.perf_counter()
+    page.evaluate(RELAYOUT_JS)
+    reader = pypdf.PdfReader(io.BytesIO(page.pdf(**PDF_OPTIONS, **options)))
+    log(f"{what}: {len(reader.pages)} sheets in {time.perf_counter() - start:.0f} s")
+    return reader
+
+
 def print_numbered(page, report: dict):
     """Print the prepared page, then the contents' sheets again with the sheet on which
     each chapter's title lands; return the print (a pypdf reader), the named destinations
     of its headings, and the numbered contents' sheets: {sheet index: sheet}."""
-    import pypdf
-
     # Chromium's trailer understates the number of objects, which pypdf reports at each
     # read; it reads the file whole all the same.
     logging.getLogger("pypdf").setLevel(logging.ERROR)
@@ -392,10 +400,7 @@ def print_numbered(page, report: dict):
     titles = {h["id"]: h["title"] for h in report["headings"]}
     moved: list[str] = []
     for attempt in range(1, MAX_PRINTS + 1):
-        start = time.perf_counter()
-        page.evaluate(RELAYOUT_JS)
-        reader = pypdf.PdfReader(io.BytesIO(page.pdf(**PDF_OPTIONS)))
-        log(f"print {attempt}: {len(reader.pages)} sheets in {time.perf_counter() - start:.0f} s")
+        reader = printed(page, f"print {attempt}")
         dests = destinations(reader)
         missing = [h["title"] for h in report["headings"] if h["id"] not in dests]
         if missing:
@@ -408,11 +413,8 @@ def print_numbered(page, report: dict):
         numbers = found
         page.evaluate(NUMBER_CONTENTS_JS, {id_: str(n) for id_, n in numbers.items()})
         sheets = contents_sheets(reader, report["contents"])
-        start = time.perf_counter()
-        page.evaluate(RELAYOUT_JS)
-        again = pypdf.PdfReader(io.BytesIO(page.pdf(
-            **PDF_OPTIONS, page_ranges=f"{sheets.start + 1}-{sheets.stop}")))
-        log(f"the contents' {len(sheets)} sheets again in {time.perf_counter() - start:.0f} s")
+        again = printed(page, "the contents again",
+                        page_ranges=f"{sheets.start + 1}-{sheets.stop}")
         if len(again.pages) == len(sheets) and all(
                 without_numbers(again.pages[k].extract_text())
                 == without_numbers(reader.pages[i].extract_text())

@@ -14,7 +14,6 @@ from seqlib.diagrams.beam import beam_trace, draw_beam_search
 WORDS = ["<start>", "<stop>", "x", "y", "z"]
 
 
-
 @pytest.fixture(autouse=True)
 def close_figures():
     yield

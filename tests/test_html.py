@@ -341,7 +341,8 @@ def check_hidden_elements(page, page_path: str) -> list[str]:
     source = source_of(page_path)
     if source is None:
         return [f"no source (.ipynb or .md) for {page_path} in {SOURCE_DIR}"]
-    want = dict(zip(OPENABLE, hidden_in_source(source), strict=True))
+    dropdowns, hidden = hidden_in_source(source)
+    want = {"dropdown": dropdowns, "hidden cell": hidden}
     problems = []
     for kind, selector in OPENABLE.items():
         before = page.evaluate(DETAILS_JS, selector)

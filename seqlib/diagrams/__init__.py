@@ -19,6 +19,7 @@ from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 MAX_WIDTH = 9.0  # inches: the widest figure the book's column shows at full size
 MIN_FONTSIZE = 9  # points: the smallest text of a figure
 
+
 def legible(fig) -> bool:
     """Whether `fig` reads at the book's column width: at most MAX_WIDTH inches wide and no
     text (of its axes, their titles and legends) under MIN_FONTSIZE points."""
