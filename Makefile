@@ -6,11 +6,12 @@ STAMP := $(VENV)/.installed
 # The book profile runs on the CPU; `make test-gpu` is the GPU variant.
 export SEQLIB_DEVICE ?= cpu
 # The stored outputs hold trained models' numbers, and sums round differently with each set
-# of vector instructions: PyTorch's kernels and MKL's are held to AVX2 on every x86-64 CPU
-# (MKL's conditional numerical reproducibility), so a newer CPU computes what the outputs
-# were executed with.
+# of vector instructions: PyTorch's kernels, MKL's (its conditional numerical
+# reproducibility) and oneDNN's (the convolutions) are held to AVX2 on every x86-64 CPU, so
+# a newer CPU, with AVX-512, computes what the outputs were executed with.
 export ATEN_CPU_CAPABILITY ?= avx2
 export MKL_CBWR ?= AVX2
+export ONEDNN_MAX_CPU_ISA ?= AVX2
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 # The tests run on JOBS workers (pytest-xdist); nbval keeps each page whole on one worker,
