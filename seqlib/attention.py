@@ -31,7 +31,7 @@ import math
 import torch
 from torch import nn
 
-from seqlib.checks import check_tensor
+from seqlib.checks import check_tensor, model_dtype
 
 SCORES = ("inner", "general", "concat", "additive")
 
@@ -191,7 +191,7 @@ class Attention(nn.Module):
                 mask: torch.Tensor | None = None, causal: bool = False,
                 projected: torch.Tensor | None = None):
         """Outputs u (7.21) and weights alpha (7.20); `projected` as in `scores`."""
-        check_tensor("queries", queries, self.query_size)
+        check_tensor("queries", queries, self.query_size, model_dtype(self))
         check_tensor("keys", keys, self.key_size)
         check_tensor("values", values)
         if queries.shape[0] != keys.shape[0]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from seqlib.checks import check_sequence, check_state
+from seqlib.checks import check_sequence, check_state, model_dtype
 from seqlib.rnn import RNN
 
 # sigma_dot, the derivative of the scalar activation, written in terms of its value h = sigma(z)
@@ -126,7 +126,7 @@ def forward_states(rnn: RNN, x: torch.Tensor, h0: torch.Tensor | None = None):
             or len(rnn.cells) > 1):
         raise ValueError("bptt covers the basic one-layer RNN (7.2) with an output layer and "
                          "no feedback")
-    check_sequence(x, rnn.input_size)
+    check_sequence(x, rnn.input_size, dtype=model_dtype(rnn))
     B = x.shape[0]
     if h0 is None:
         h0 = x.new_zeros(1, B, rnn.hidden_size)

@@ -78,8 +78,10 @@ def check_tgt_in(tgt_in, src: torch.Tensor, vocab_size: int) -> None:
                          f"({src.shape[0]}, T >= 1) for a source batch of {src.shape[0]}")
 
 
-def check_sequence(x: torch.Tensor, input_size: int, name: str = "x") -> None:
-    """Raise a clear error unless `x` is a float (batch, time, input_size) tensor, T >= 1."""
+def check_sequence(x: torch.Tensor, input_size: int, name: str = "x",
+                   dtype: torch.dtype | None = None) -> None:
+    """Raise a clear error unless `x` is a float (batch, time, input_size) tensor, T >= 1, of
+    the model's `dtype` if given."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
@@ -97,6 +99,7 @@ def check_sequence(x: torch.Tensor, input_size: int, name: str = "x") -> None:
         )
     if x.shape[0] == 0 or x.shape[1] == 0:
         raise ValueError(f"{name} has an empty batch or sequence: shape {tuple(x.shape)}")
+    check_dtype(name, x, dtype)
 
 
 def check_state(h0: torch.Tensor, expected: tuple, name: str = "h0") -> None:
@@ -116,8 +119,10 @@ def check_mask(mask: torch.Tensor, shape: tuple, name: str = "mask") -> None:
         raise ValueError(f"{name} has shape {tuple(mask.shape)}, expected {tuple(shape)}")
 
 
-def check_tensor(name: str, x, features: int | None = None) -> None:
-    """Raise unless `x` is a float (batch, time, features) tensor with `features` features."""
+def check_tensor(name: str, x, features: int | None = None,
+                 dtype: torch.dtype | None = None) -> None:
+    """Raise unless `x` is a float (batch, time, features) tensor with `features` features,
+    of the model's `dtype` if given."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
@@ -126,3 +131,28 @@ def check_tensor(name: str, x, features: int | None = None) -> None:
         raise ValueError(f"{name} must be (batch, time, features), got shape {tuple(x.shape)}")
     if features is not None and x.shape[-1] != features:
         raise ValueError(f"{name} has {x.shape[-1]} features, expected {features}")
+    check_dtype(name, x, dtype)
+
+
+def model_dtype(model: torch.nn.Module) -> torch.dtype | None:
+    """The dtype of the model's parameters (None when it has none)."""
+    first = next(model.parameters(), None)
+    return None if first is None else first.dtype
+
+
+def check_dtype(name: str, x: torch.Tensor, dtype: torch.dtype | None) -> None:
+    """Raise unless `x` has the model's floating-point `dtype` (None: any)."""
+    if dtype is not None and x.dtype != dtype:
+        raise TypeError(f"{name} has dtype {x.dtype}, but the model's parameters are {dtype}: "
+                        f"convert the input ({name}.to({dtype})) or the model "
+                        f"(model.to({x.dtype}))")
+
+
+def check_decoding_state(state, keys: tuple, name: str = "state") -> None:
+    """Raise a clear error unless `state` is the dict a model's `start(src, src_mask)`
+    returned (or a later `step`), holding `keys`."""
+    if not isinstance(state, dict) or any(key not in state for key in keys):
+        got = f"a dict with the keys {sorted(state)}" if isinstance(state, dict) \
+            else type(state).__name__
+        raise TypeError(f"{name} must be the dict that start(src, src_mask) returns, with the "
+                        f"keys {sorted(keys)}, got {got}: call start before step")

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from seqlib import decoding
-from seqlib.checks import check_ids, check_source, positive_int
+from seqlib.checks import check_decoding_state, check_ids, check_source, positive_int
 from seqlib.gated import UNITS
 from seqlib.positional import PositionalEmbedding
 from seqlib.text import SPECIALS, Vocab
@@ -156,6 +156,7 @@ class TransformerLM(nn.Module):
     def step(self, tokens: torch.Tensor, state: dict):
         """(7.34): the previous tokens (N,) -> logits (N, V) of the next, and the state."""
         check_ids(tokens, name="tokens", dim=1, vocab_size=self.vocab_size)
+        check_decoding_state(state, ("tokens", "caches"))
         history = torch.cat([state["tokens"], tokens[:, None]], dim=1)  # (N, t)
         t, caches = history.shape[1], state["caches"]
         if caches is not None and t <= self.max_len:  # one new token, at position t

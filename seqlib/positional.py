@@ -82,7 +82,7 @@ class JointPositionalEmbedding(nn.Module):
         return self.p_tilde
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        check_tensor("x", x, self.p)
+        check_tensor("x", x, self.p, self.W_3.dtype)
         _check_offset(offset, x.shape[1], "T", self.T)
         W_3_e = self.W_3[:, offset:offset + x.shape[1]].T  # (T', p~): row t is W_3 e_t
         hidden = torch.relu(x @ self.W_2.T + W_3_e + self.b)  # S(W_2 x + W_3 e_t + b)

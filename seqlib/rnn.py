@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib import fastpath
-from seqlib.checks import check_mask, check_sequence, check_state, positive_int
+from seqlib.checks import check_mask, check_sequence, check_state, model_dtype, positive_int
 
 ACTIVATIONS = {
     "tanh": torch.tanh,
@@ -209,7 +209,7 @@ class Recurrent(nn.Module):
         state is held at the padded steps: each direction ends on the state after the
         sentence's last real token (the reverse one starts there), and the outputs and last
         states are those of each sentence alone (padded steps repeat the held state)."""
-        check_sequence(x, self.input_size)
+        check_sequence(x, self.input_size, dtype=model_dtype(self))
         shape = (self.num_layers * self.directions, x.shape[0], self.hidden_size)
         if state is None:
             state = tuple(x.new_zeros(shape) for _ in range(self.state_count))
@@ -338,7 +338,7 @@ class RNN(Recurrent):
 
     def _feedback(self, x, h0, y_prev):
         """The recurrence with output feedback (7.3), one step at a time."""
-        check_sequence(x, self.input_size)
+        check_sequence(x, self.input_size, dtype=model_dtype(self))
         B = x.shape[0]
         if y_prev is not None and tuple(y_prev.shape) != (*x.shape[:2], self.output_size):
             raise ValueError(f"y_prev has shape {tuple(y_prev.shape)}, expected "

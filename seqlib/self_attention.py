@@ -100,7 +100,7 @@ class SelfAttention(nn.Module):
         self.score = scaled_inner_product if score is None else score
 
     def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None):
-        check_tensor("x", x, self.p)
+        check_tensor("x", x, self.p, self.W_q.dtype)
         z_q, z_k, v = x @ self.W_q.T, x @ self.W_k.T, x @ self.W_v.T  # (B, T, p) each
         return attend(_scores(self.score, z_q, z_k), v, mask=mask, causal=self.causal)
 
@@ -237,7 +237,7 @@ class MultiHeadAttention(nn.Module):
                 mask: torch.Tensor | None = None, causal: bool = False,
                 cache: dict | None = None, need_weights: bool = False):
         """Outputs u (B, T, p) and, if computed, the weights (B, H, T, T_k)."""
-        check_tensor("x", x, self.p)
+        check_tensor("x", x, self.p, self.W_q.dtype)
         B, T, _ = x.shape
         q = self._heads(x, self.W_q, self.b_q, self.m)  # (B, H, T, m)
         if context is None and cache is not None and "k" in cache:  # self-attention, later
@@ -247,7 +247,7 @@ class MultiHeadAttention(nn.Module):
             k, v = cache["k"], cache["v"]
         else:
             source = x if context is None else context
-            check_tensor("context", source, self.kv_size)
+            check_tensor("context", source, self.kv_size, self.W_k.dtype)
             if source.shape[0] != B:
                 raise ValueError(f"context has batch size {source.shape[0]}, expected {B}")
             k = self._heads(source, self.W_k, self.b_k, self.m)  # (B, H, T_k, m)

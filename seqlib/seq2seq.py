@@ -30,7 +30,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib.attention import SCORES, Attention
-from seqlib.checks import check_ids, check_source, check_tgt_in, positive_int
+from seqlib.checks import (
+    check_decoding_state,
+    check_ids,
+    check_source,
+    check_tgt_in,
+    positive_int,
+)
 from seqlib.gated import make_unit
 from seqlib.text import reverse_padded
 
@@ -142,6 +148,7 @@ class Decoder(nn.Module):
     def step(self, tokens: torch.Tensor, state: dict):
         """One decoding step, state {"hidden", "code"}: tokens (N,) -> logits (N, V), state."""
         check_ids(tokens, name="tokens", dim=1, vocab_size=self.vocab_size)
+        check_decoding_state(state, ("hidden", "code"))
         logits, hidden = self(tokens[:, None], state["hidden"], state["code"])
         return logits[:, 0], {**state, "hidden": hidden}  # (N, V)
 
@@ -218,6 +225,7 @@ class AttentionDecoder(nn.Module):
         what the output layer reads, s^<t> (N, m) (or [s^<t>; u^<t>; e^<t-1>] with a deep
         output), and the state (whose "weights" (N, T_in) are this step's alpha^<t>)."""
         check_ids(tokens, name="tokens", dim=1, vocab_size=self.vocab_size)
+        check_decoding_state(state, ("hidden", "keys", "projected", "mask"))
         v = state["keys"]
         e = self.embedding(tokens)  # (N, E): the previous token y^<t-1>
         s_prev = state["hidden"][0][-1]  # (N, m): the query z_q^<t> = s^<t-1>

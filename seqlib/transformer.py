@@ -18,7 +18,14 @@ import math
 import torch
 from torch import nn
 
-from seqlib.checks import check_ids, check_source, positive_int
+from seqlib.checks import (
+    check_decoding_state,
+    check_ids,
+    check_mask,
+    check_source,
+    check_tensor,
+    positive_int,
+)
 from seqlib.positional import PositionalEmbedding
 from seqlib.self_attention import MultiHeadAttention
 from seqlib.text import pad_batch
@@ -163,6 +170,21 @@ class TransformerBlock(nn.Module):
         return block
 
 
+def check_memory(memory, y: torch.Tensor, p: int, memory_mask) -> None:
+    """Raise a clear error unless `memory` is the code z of the encoder, (B, T_in, p), for
+    the B sequences of `y`, with a (B, T_in) `memory_mask` if one is given."""
+    if not isinstance(memory, torch.Tensor):
+        raise TypeError(f"memory must be the encoder's output z = encode(src, src_mask), a "
+                        f"(B, T_in, p={p}) tensor that cross-attention reads, got "
+                        f"{type(memory).__name__}")
+    check_tensor("memory", memory, p, y.dtype)
+    if memory.shape[0] != y.shape[0]:
+        raise ValueError(f"memory has batch size {memory.shape[0]}, expected {y.shape[0]} "
+                         "like the target tokens")
+    if memory_mask is not None:
+        check_mask(memory_mask, memory.shape[:2], "src_mask")
+
+
 class TransformerDecoderBlock(nn.Module):
     """The transformer decoder block of Fig. 7.15 (b): causal multi-head self-attention (7.27),
     cross-attention to the encoder's code z (7.33) and the feed-forward network, each with a
@@ -201,6 +223,7 @@ class TransformerDecoderBlock(nn.Module):
     def forward(self, y: torch.Tensor, memory: torch.Tensor, *,
                 memory_mask: torch.Tensor | None = None, cache: dict | None = None,
                 need_weights: bool = False):
+        check_memory(memory, y, self.cross_attention.kv_size, memory_mask)
         self_cache, cross_cache = (None, None) if cache is None else (
             cache.setdefault("self", {}), cache.setdefault("cross", {}))
         weights = None
@@ -355,6 +378,7 @@ class Transformer(nn.Module):
         """(7.34): y_hat^<t> = f_decoder(z, (y_hat~^<1>, ..., y_hat~^<t-1>)), the previous
         tokens (N,) -> logits (N, d_V) of the next, and the state."""
         check_ids(tokens, name="tokens", dim=1, vocab_size=self.tgt_vocab_size)
+        check_decoding_state(state, ("memory", "mask", "tokens", "caches"))
         history = torch.cat([state["tokens"], tokens[:, None]], dim=1)  # (N, t)
         if state["caches"] is not None:  # one new token; earlier keys and values cached
             logits = self.decode(tokens[:, None], state["memory"], state["mask"],
