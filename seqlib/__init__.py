@@ -26,6 +26,7 @@ EXPORTS = {
     "transformer_block_params": "transformer",
     "train": "training",
     "count_parameters": "utils", "default_device": "utils", "seed_everything": "utils",
+    "generator": "utils",
 }
 
 __all__ = sorted(EXPORTS)

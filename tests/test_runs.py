@@ -167,7 +167,31 @@ def test_trained_saves_then_loads(monkeypatch, tmp_path):
             runs.trained(runs.language_model(name, tiny_model("gru", len(vocab)), data, config))
 
 
-def test_the_cache_key_covers_the_device_dtype_threads_and_the_code_the_run_uses(
+@pytest.mark.parametrize("damage", [b"", b"not a torch file", "half"])
+def test_an_unreadable_cache_file_is_set_aside_and_retrained(monkeypatch, tmp_path, capsys,
+                                                             damage):
+    monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
+    vocab, ids = corpus()
+    config = dict(CONFIG, steps=5)
+    model, history = runs.trained(runs.language_model("tiny", tiny_model("gru", len(vocab)),
+                                                      ids, config))
+    (path,) = tmp_path.glob("tiny-*.pt")
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2] if damage == "half" else damage)
+    again = tiny_model("gru", len(vocab))
+    retrained, history_again = runs.trained(runs.language_model("tiny", again, ids, config))
+    assert retrained is again and history_again["loss"] == history["loss"]
+    for p, q in zip(model.parameters(), again.parameters(), strict=True):
+        assert torch.equal(p, q)  # trained again from the same start, not half loaded
+    said = capsys.readouterr().out
+    assert said.count("\n") == 1 and f"{path.name} could not be read" in said
+    assert f"set aside as {path.name}.damaged" in said
+    assert path.with_name(path.name + ".damaged").exists()
+    assert path.read_bytes() != b"" and runs.trained(
+        runs.language_model("tiny", tiny_model("gru", len(vocab)), ids, config))[1] == history_again
+
+
+def test_the_cache_key_covers_the_device_dtype_threads_kernels_seed_and_code(
         monkeypatch):
     vocab, ids = corpus()
 
@@ -188,6 +212,14 @@ def test_the_cache_key_covers_the_device_dtype_threads_and_the_code_the_run_uses
     finally:
         torch.set_num_threads(threads)
     assert key() == base
+    # The kernel settings and SEQLIB_SEED too: each trains other weights.
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "SOMETHING_ELSE")
+    assert key() != base
+    monkeypatch.undo()
+    assert key() == base
+    monkeypatch.setenv("SEQLIB_SEED", "1")
+    assert key() != base
+    monkeypatch.undo()
     # The chapter library and the run's modules are hashed; another experiment is not.
     sources = runs._sources(runs.language_model("tiny", tiny_model("gru", len(vocab)), ids,
                                                 CONFIG))

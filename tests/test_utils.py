@@ -18,6 +18,23 @@ def test_seed_everything_returns_a_reproducible_cpu_generator():
         seqlib.seed_everything(1.5)
 
 
+def test_seqlib_seed_offsets_every_seed(monkeypatch):
+    monkeypatch.delenv("SEQLIB_SEED", raising=False)
+    assert seqlib.utils.book_seed(7) == 7
+    zero = torch.randn(5, generator=seqlib.generator(7))
+    assert torch.equal(zero, torch.randn(5, generator=torch.Generator().manual_seed(7)))
+    monkeypatch.setenv("SEQLIB_SEED", "2")
+    assert seqlib.utils.book_seed(7) == 9
+    assert torch.equal(torch.randn(5, generator=seqlib.generator(7)),
+                       torch.randn(5, generator=torch.Generator().manual_seed(9)))
+    seqlib.seed_everything(7)
+    assert torch.equal(torch.randn(5), torch.randn(5, generator=torch.Generator().manual_seed(9)))
+    for bad in ["-1", "one", "1.5"]:
+        monkeypatch.setenv("SEQLIB_SEED", bad)
+        with pytest.raises(ValueError, match=f"SEQLIB_SEED='{bad}' is not a seed offset"):
+            seqlib.generator(0)
+
+
 def test_default_device_honours_the_variable(monkeypatch):
     monkeypatch.setenv("SEQLIB_DEVICE", "cpu")
     assert seqlib.default_device() == torch.device("cpu")

@@ -10,6 +10,7 @@ import torch
 
 from seqlib.bptt import bptt, rnn_with_spectral_radius
 from seqlib.rnn import ACTIVATIONS
+from seqlib.utils import generator
 
 
 def adjoint_norms(radius: float, *, T: int = 50, input_scale: float = 1e-12,
@@ -33,7 +34,7 @@ def adjoint_norms(radius: float, *, T: int = 50, input_scale: float = 1e-12,
         raise ValueError(f"input_scale must be a number >= 0, got {input_scale!r}")
     if nonlinearity not in ACTIVATIONS:
         raise ValueError(f"nonlinearity must be one of {sorted(ACTIVATIONS)}, got {nonlinearity!r}")
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)
     rnn = rnn_with_spectral_radius(radius, input_size, hidden_size, output_size,
                                    nonlinearity=nonlinearity, generator=gen)
     x = input_scale * torch.randn(batch_size, T, input_size, generator=gen, dtype=torch.float64)

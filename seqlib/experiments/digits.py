@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from seqlib.text import SPECIALS, Vocab
+from seqlib.utils import generator
 
 WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 DIGIT = 28  # MNIST digits are DIGIT x DIGIT pixels
@@ -62,7 +63,7 @@ def split_digits(n: int = 10_000, sizes: dict | None = None, seed: int = 0) -> d
     if any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes.values()) \
             or sum(sizes.values()) > n:
         raise ValueError(f"sizes must be positive ints adding up to at most n={n}, got {sizes}")
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    order = torch.randperm(n, generator=generator(seed))
     splits, at = {}, 0
     for name, size in sizes.items():
         splits[name] = order[at:at + size].sort().values

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqlib import utils
 from seqlib.checks import positive_int
 from seqlib.experiments import runs
 
@@ -111,7 +112,7 @@ def accuracy_by_length(model: nn.Module, lengths, count: int, symbols: int,
     model.eval()
     result = {}
     for n in lengths:
-        batch = reversal_batch(n, count, symbols, torch.Generator().manual_seed(seed + n))
+        batch = reversal_batch(n, count, symbols, utils.generator(seed + n))
         right = greedy_reverse(model, batch[:, :n], symbols) == batch[:, n + 1:]  # (B, n)
         result[n] = (right.float().mean().item(), right.all(1).float().mean().item())
     model.train(was_training)

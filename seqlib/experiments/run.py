@@ -52,7 +52,7 @@ from seqlib.seq2seq import AttentionSeq2Seq, teacher_forced_loss
 from seqlib.text import char_vocab
 from seqlib.training import train
 from seqlib.transformer import Transformer
-from seqlib.utils import default_device, seed_everything
+from seqlib.utils import book_seed, default_device, generator, seed_everything
 
 
 @dataclass
@@ -127,7 +127,7 @@ def _translation(config: dict, device: torch.device, build: Callable) -> Setup:
     model = build(data)
     examples = data.ids["train"]
     draws = at_step(runs.batch_indices(examples, config["batch_size"],
-                                     torch.Generator().manual_seed(config["seed"])))
+                                     generator(config["seed"])))
 
     def batch(step, rank, world):
         rows = draws(step)  # indices of the global batch's pairs
@@ -352,7 +352,7 @@ def main(argv=None) -> dict:
         def batch(step):
             # Dropout draws from the global generator: seeded by (seed, step, rank), so
             # that a resumed run draws what the uninterrupted one drew.
-            torch.manual_seed(hash((config["seed"], step, rank)) % 2**63)
+            torch.manual_seed(hash((book_seed(config["seed"]), step, rank)) % 2**63)
             return setup.batch(step, rank, world)
 
         def on_step(step, history):

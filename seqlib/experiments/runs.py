@@ -9,11 +9,12 @@ train several at once.
 - `fit(run)` trains it with seqlib.train. `trained(run)` does so once and keeps the result
   in the model cache: an identical run, on this page or another, loads it instead. The
   cache key is derived from the record here and nowhere else: the run's name and key (its
-  data and configuration), the model (class, repr, plain attributes), the device, dtype
-  and CPU threads (sums round differently on each), torch's version, and the source of
-  the chapter library, of this module, of the modules of the model's class and of the
-  experiment, and of the modules of seqlib.experiments they use, so that editing one
-  page's experiment retrains that page's models only.
+  data and configuration), the model (class, repr, plain attributes), the seed (offset by
+  SEQLIB_SEED), the device, dtype, CPU threads and kernel settings (sums round differently
+  with each), torch's version, and the source of the chapter library, of this module, of
+  the modules of the model's class and of the experiment, and of the modules of
+  seqlib.experiments they use, so that editing one page's experiment retrains that page's
+  models only.
 - `trained_together(runs)` trains the runs the cache lacks at the same time, one worker
   process each.
 - `profile(book, full)` is the one switch between the book profile and the full one
@@ -27,6 +28,7 @@ import math
 import multiprocessing
 import os
 import pathlib
+import pickle
 import sys
 import types
 from collections.abc import Callable, Iterable
@@ -38,10 +40,12 @@ import torch
 from filelock import FileLock
 from torch import nn
 
+from seqlib import kernels
 from seqlib.checks import positive_int
 from seqlib.experiments import streams
 from seqlib.text import word_tokenize
 from seqlib.training import train
+from seqlib.utils import book_seed, generator
 
 LIBRARY = pathlib.Path(__file__).resolve().parents[1]  # the chapter library: seqlib/*.py
 
@@ -125,7 +129,7 @@ class Run:
 
 def fit(run: Run, progress: bool = False) -> dict:
     """Train run.model with seqlib.train as the record says; returns the history."""
-    batches = run.batches(torch.Generator().manual_seed(run.seed))
+    batches = run.batches(generator(run.seed))
     device = next(run.model.parameters()).device
     if run.rng_state is not None and not run.own_randomness:
         torch.set_rng_state(run.rng_state)
@@ -144,18 +148,38 @@ def trained(run: Run) -> tuple[nn.Module, dict]:
     identical run later loads them into run.model instead. Returns (run.model, history).
     No progress bar, so a page shows the same output whether its models were trained or
     loaded. Runs that ask at once (chapters tested in parallel) take turns through a lock
-    file: the first trains and saves, the others load what it saved."""
+    file: the first trains and saves, the others load what it saved. A file that cannot be
+    read (cut short, overwritten) is set aside as NAME.damaged, said so, and retrained."""
     path = cache_path(run)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):
         if path.exists():
-            saved = torch.load(path, weights_only=True, map_location="cpu")
-            run.model.load_state_dict(saved["state"])
-            run.model.eval()
-            return run.model, saved["history"]
+            history = _load(path, run.model)
+            if history is not None:
+                run.model.eval()
+                return run.model, history
         history = fit(run)
         save_atomic({"state": run.model.state_dict(), "history": history}, path)
     return run.model, history
+
+
+def _load(path: pathlib.Path, model: nn.Module) -> dict | None:
+    """The history of the run saved at `path`, its weights loaded into `model`; None, with
+    the file set aside and the model as it was, if the file cannot be read."""
+    start = copy.deepcopy(model.state_dict())
+    try:
+        saved = torch.load(path, weights_only=True, map_location="cpu")
+        model.load_state_dict(saved["state"])
+        return saved["history"]
+    except (RuntimeError, EOFError, OSError, KeyError, TypeError, ValueError,
+            pickle.UnpicklingError) as err:
+        model.load_state_dict(start)
+        aside = path.with_name(path.name + ".damaged")
+        os.replace(path, aside)
+        why = type(err).__name__ + (f": {str(err).splitlines()[0][:100]}" if str(err) else "")
+        print(f"model cache: {path.name} could not be read ({why}); set aside as "
+              f"{aside.name}, training the run again")
+        return None
 
 
 def trained_together(runs: list, processes: int | None = None) -> list:
@@ -245,8 +269,9 @@ def cache_path(run: Run) -> pathlib.Path:
     parameter = next(model.parameters())
     attributes = {k: v for k, v in sorted(vars(model).items())  # e.g. reverse_source
                   if isinstance(v, (bool, int, float, str)) and k != "training"}
-    settings = [run.steps, run.clip, run.seed, run.own_randomness, parameter.device.type,
-                parameter.dtype, torch.get_num_threads(), torch.__version__]
+    settings = [run.steps, run.clip, book_seed(run.seed), run.own_randomness,
+                parameter.device.type, parameter.dtype, torch.get_num_threads(),
+                torch.__version__, kernels.settings(), torch.backends.cpu.get_cpu_capability()]
     h = hashlib.sha256()
     for part in [run.name, type(model).__qualname__, repr(model), attributes, *settings,
                  *run.key, *_sources(run)]:
@@ -320,7 +345,7 @@ def own_randomness(seed: int, device: torch.device):
     the run trained or came from the cache."""
     device = torch.device(device)
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        torch.manual_seed(seed)
+        torch.manual_seed(book_seed(seed))
         yield
 
 

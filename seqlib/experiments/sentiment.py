@@ -31,7 +31,7 @@ from seqlib.experiments.classify import build, predict
 from seqlib.experiments.ngrams import NBSVM
 from seqlib.experiments.word2vec import noise_distribution, sample_negatives, subsample
 from seqlib.text import word_tokenize, word_vocab
-from seqlib.utils import seed_everything
+from seqlib.utils import generator, seed_everything
 
 # Model sizes (p the embedding size, hidden the m~ of each direction, chosen so that the
 # encoders have 48,000-51,000 parameters each besides their embedding table), the budget
@@ -52,7 +52,7 @@ def stratified_folds(labels, k: int, seed: int = 0) -> list[torch.Tensor]:
     check_ids(labels, name="labels", dim=1, nonempty=True)
     if positive_int("k", k) > len(labels):
         raise ValueError(f"k must be at most the number of examples {len(labels)}, got {k}")
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     folds, dealt = [[] for _ in range(k)], 0
     for c in labels.unique().tolist():
         members = (labels == c).nonzero().squeeze(1)
