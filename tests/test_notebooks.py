@@ -56,6 +56,34 @@ def test_outputs_are_stored_and_few_cells_are_unchecked(path):
     assert not any("NBVAL_" in source(c) for c in code), "use cell tags, not NBVAL comments"
 
 
+# The two kinds of output (see the Makefile's nbval modes). Exact: what nbval compares of it
+# (its text; a figure by its size line) is the same on every machine and for every
+# SEQLIB_SEED: equations against loops, checks printed as thresholds, counts, shapes, data.
+# Trained: anything a trained model or a seeded random draw computes. Portable mode compares
+# the exact cells only; the marks were set from runs under other kernels and other seeds,
+# where every cell left unmarked as exact changed.
+EXACT, TRAINED = "nbval-check-output", "trained"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_output_is_marked_exact_or_trained(path):
+    unmarked, both = [], []
+    for i, c in enumerate(cells(path, "code")):
+        tags = set(c["metadata"].get("tags", []))
+        if not c.get("outputs") or UNCHECKED_TAGS & tags:
+            assert not {EXACT, TRAINED} & tags, f"{path.name}: code cell {i} has no output " \
+                "nbval compares, so it is neither exact nor trained"
+            continue
+        if {EXACT, TRAINED} <= tags:
+            both.append(i)
+        elif not {EXACT, TRAINED} & tags:
+            unmarked.append(i)
+    assert not unmarked, f"{path.name}: code cells {unmarked} (counting code cells from 0) " \
+        f"have outputs but neither tag: add {EXACT!r} if no machine or seed can change " \
+        f"what they print, else {TRAINED!r}"
+    assert not both, f"{path.name}: code cells {both} are tagged both exact and trained"
+
+
 # Cell tags with which Jupyter Book folds (or removes) a cell's source.
 FOLDED = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 MAX_LINE = 80  # characters of a visible code line: the column at 1,400 px holds them
