@@ -42,11 +42,6 @@ def with_mistake(mistake):
     return attention
 
 
-def test_the_solution_passes(capsys):
-    check_additive_attention(additive_attention)
-    assert capsys.readouterr().out.startswith("correct: ")
-
-
 @pytest.mark.parametrize("mistake, message", [
     ("no-tanh", "tanh seems missing"),
     ("scaled", "no 1/sqrt"),
@@ -67,8 +62,3 @@ def test_other_failures_are_reported():
         check_additive_attention(lambda *args, mask=None: additive_attention(*args)[0])
     with pytest.raises(ExerciseError, match="raised TypeError"):
         check_additive_attention(lambda q, k, v, W_sa, W_sb, w_s: None)  # no mask argument
-
-
-def test_bad_arguments():
-    with pytest.raises(TypeError, match="attempt must be a function"):
-        check_additive_attention(None)

@@ -47,11 +47,6 @@ def fit_temperature(logits, targets):
     return log_T.exp().item()
 
 
-def test_the_beam_step_solution_passes(capsys):
-    check_beam_step(beam_step)
-    assert capsys.readouterr().out.startswith("correct: ")
-
-
 @pytest.mark.parametrize("mistake, message", [
     (dict(own_score=False), "last token's log-probabilities alone"),
     (dict(finish_any=True), r"ranks \d+ of all the extensions"),
@@ -68,13 +63,6 @@ def test_beam_step_bad_results_and_arguments():
         check_beam_step(lambda *args: beam_step(*args)[0])
     with pytest.raises(ExerciseError, match="each entry of live should be a pair"):
         check_beam_step(lambda *args: ([list(p) for p, _ in beam_step(*args)[0]], []))
-    with pytest.raises(TypeError, match="attempt must be a function"):
-        check_beam_step(None)
-
-
-def test_the_temperature_solution_passes(capsys):
-    check_fit_temperature(fit_temperature)
-    assert capsys.readouterr().out.startswith("correct: ")
 
 
 def test_the_reference_temperature_is_the_minimum():
@@ -99,8 +87,3 @@ def test_the_reference_temperature_is_the_minimum():
 def test_temperature_mistakes_are_named(attempt, message):
     with pytest.raises(ExerciseError, match=message):
         check_fit_temperature(attempt)
-
-
-def test_the_temperature_checker_wants_a_function():
-    with pytest.raises(TypeError, match="attempt must be a function"):
-        check_fit_temperature(2.0)

@@ -2,7 +2,6 @@
 rejects typical wrong attempts with a message that says what is wrong."""
 
 import pytest
-import torch
 import torch.nn.functional as F
 
 from seqlib.exercises import ExerciseError, check_analogy
@@ -33,11 +32,6 @@ def with_options(*, offset=(-1, 1, 1), score="cosine", exclude=True):
             scores[[index[a], index[b], index[c]]] = -float("inf")
         return words[int(scores.argmax())]
     return attempt
-
-
-def test_the_solution_passes(capsys):
-    check_analogy(analogy)
-    assert capsys.readouterr().out.startswith("correct: ")
 
 
 @pytest.mark.parametrize("attempt, message", [
@@ -73,10 +67,3 @@ def test_changing_the_vectors_in_place_is_reported():
 
     with pytest.raises(ExerciseError, match="in place"):
         check_analogy(normalise_in_place)
-
-
-def test_bad_arguments():
-    with pytest.raises(TypeError, match="analogy"):
-        check_analogy("queen")
-    with pytest.raises(TypeError):
-        check_analogy(torch.zeros(3))

@@ -22,11 +22,6 @@ def peephole(x, state, cell, w_f, w_i, w_o, *, output_reads=None, swap=False, ou
     return g_o * torch.tanh(c_new), c_new
 
 
-def test_the_peephole_solution_passes(capsys):
-    check_peephole_lstm(peephole)
-    assert capsys.readouterr().out.startswith("correct: ")
-
-
 def test_output_gate_reading_the_old_cell_state():
     with pytest.raises(ExerciseError, match=r"g_o looks at the old cell state c\^<t-1>"):
         check_peephole_lstm(lambda *args: peephole(*args, output_reads="old"))
@@ -81,11 +76,6 @@ def gru_step(x, h, cell, *, slip=None):
     return (1 - z) * n + z * h
 
 
-def test_the_gru_solution_passes(capsys):
-    check_pytorch_gru(gru_step)
-    assert capsys.readouterr().out.startswith("correct: ")
-
-
 @pytest.mark.parametrize("slip, message", [
     ("before", "reset gate before the product, W_hn \\(r \\* h\\), which is the chapter's form"),
     ("update", "update is the wrong way round"),
@@ -101,10 +91,3 @@ def test_gru_other_errors():
         check_pytorch_gru(lambda x, h, cell: torch.tanh(gru_step(x, h, cell)))
     with pytest.raises(ExerciseError, match=r"has shape \(4, 5\), expected \(B, m~\)"):
         check_pytorch_gru(lambda x, h, cell: gru_step(x, h, cell).T)
-
-
-def test_bad_arguments():
-    with pytest.raises(TypeError, match="attempt must be a function"):
-        check_peephole_lstm(None)
-    with pytest.raises(TypeError, match="attempt must be a function"):
-        check_pytorch_gru(3)

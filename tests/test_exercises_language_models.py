@@ -17,11 +17,6 @@ def top_p_filter(logits, top_p):
     return logits.masked_fill(drop, -math.inf)
 
 
-def test_the_solution_passes(capsys):
-    check_top_p(top_p_filter)
-    assert capsys.readouterr().out.startswith("correct: ")
-
-
 def test_stopping_before_the_token_that_crosses_p():
     def attempt(logits, top_p):
         probabilities, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)
@@ -70,8 +65,3 @@ def test_in_place_changes_and_wrong_shapes():
         check_top_p(lambda logits, p: top_p_filter(logits, p).flatten())
     with pytest.raises(ExerciseError, match="return a torch.Tensor"):
         check_top_p(lambda logits, p: top_p_filter(logits, p).tolist())
-
-
-def test_bad_arguments():
-    with pytest.raises(TypeError, match="attempt must be a function"):
-        check_top_p([0.9])

@@ -17,11 +17,6 @@ def carried(model, x, symbols):
     return torch.stack(answer, dim=1)  # (B, n)
 
 
-def test_the_checker_accepts_the_reference(capsys):
-    check_stateful_reverse(carried)
-    assert "correct:" in capsys.readouterr().out
-
-
 def test_the_checker_says_what_is_wrong():
     def with_separator(model, x, symbols):
         sep = torch.full((x.shape[0], 1), symbols)
@@ -52,5 +47,3 @@ def test_the_checker_says_what_is_wrong():
         check_stateful_reverse(with_separator)
     with pytest.raises(ExerciseError, match="must return a tensor"):
         check_stateful_reverse(lambda model, x, symbols: x.tolist())
-    with pytest.raises(TypeError, match="must be a function"):
-        check_stateful_reverse(None)

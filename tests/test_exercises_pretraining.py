@@ -7,11 +7,6 @@ from seqlib.exercises import ExerciseError, check_lm_targets
 from seqlib.experiments.pretraining import lm_targets
 
 
-def test_the_checker_accepts_the_reference(capsys):
-    check_lm_targets(lm_targets)
-    assert "correct:" in capsys.readouterr().out
-
-
 def test_the_checker_says_what_is_wrong():
     def padding_kept(ids, mask, output_size):
         target = torch.where(ids < output_size, ids, torch.ones_like(ids))
@@ -34,5 +29,3 @@ def test_the_checker_says_what_is_wrong():
         check_lm_targets(lambda ids, mask, output_size: ids)
     with pytest.raises(ExerciseError, match="raised ValueError"):
         check_lm_targets(lambda ids, mask, output_size: int("x"))
-    with pytest.raises(TypeError, match="must be a function"):
-        check_lm_targets(None)

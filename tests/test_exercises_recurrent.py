@@ -32,11 +32,6 @@ def rnn_forward(rnn, x, *, bias="both", transpose=False, carry=True, S_h=None):
     return torch.stack(states, dim=1), h  # (B, T, m), (B, m)
 
 
-def test_rnn_forward_solution_passes(capsys):
-    check_rnn_forward(rnn_forward)
-    assert capsys.readouterr().out.startswith("correct: ")
-
-
 @pytest.mark.parametrize("options, message", [
     (dict(bias="ih"), "bias_ih alone"),
     (dict(transpose=True), "looks transposed"),
@@ -53,8 +48,6 @@ def test_rnn_forward_wrong_shapes_and_types():
         check_rnn_forward(lambda rnn, x: rnn(x))  # torch's own h_n is (1, B, m)
     with pytest.raises(ExerciseError, match="should return a tuple"):
         check_rnn_forward(lambda rnn, x: rnn_forward(rnn, x)[0])
-    with pytest.raises(TypeError, match="rnn_forward"):
-        check_rnn_forward(None)
 
 
 # --- the loss (7.4)-(7.5) of a padded batch -----------------------------------------------
@@ -66,11 +59,6 @@ def sequence_loss(logits, targets, mask):
     C_t = -log_y_hat.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, T), (7.5)
     real = mask.to(logits.dtype)  # (B, T), 1 at the real steps
     return ((C_t * real).sum(1) / real.sum(1)).mean()  # (7.4) per sequence, then over B
-
-
-def test_sequence_loss_solution_passes(capsys):
-    check_sequence_loss(sequence_loss)
-    assert capsys.readouterr().out.startswith("correct: ")
 
 
 def per_token(logits, targets, mask):
@@ -114,11 +102,6 @@ def test_sequence_loss_mistakes_are_named(attempt, message):
         check_sequence_loss(attempt)
 
 
-def test_sequence_loss_bad_argument():
-    with pytest.raises(TypeError, match="sequence_loss"):
-        check_sequence_loss(0.5)
-
-
 # --- truncated backpropagation through time ----------------------------------------------
 
 
@@ -143,11 +126,6 @@ def truncated_bptt(rnn, x, targets, k, *, detach=True, reset=False, weigh_by_T=T
     if not detach:
         total.backward()
     return {name: p.grad.clone() for name, p in rnn.named_parameters()}
-
-
-def test_truncated_bptt_solution_passes(capsys):
-    check_truncated_bptt(truncated_bptt)
-    assert capsys.readouterr().out.startswith("correct: ")
 
 
 @pytest.mark.parametrize("options, message", [
@@ -194,5 +172,3 @@ def test_truncated_bptt_wrong_results():
 
     with pytest.raises(ExerciseError, match="no optimizer step"):
         check_truncated_bptt(a_training_step)
-    with pytest.raises(TypeError, match="truncated_bptt"):
-        check_truncated_bptt([1, 2])

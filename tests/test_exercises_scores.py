@@ -10,11 +10,6 @@ def additive(queries, keys, W_sa, W_sb, w_s):
     return torch.tanh((queries @ W_sa.T)[:, :, None] + (keys @ W_sb.T)[:, None]) @ w_s
 
 
-def test_the_checker_accepts_the_reference(capsys):
-    check_additive_scores(additive)
-    assert "correct:" in capsys.readouterr().out
-
-
 def test_the_checker_says_what_is_wrong():
     with pytest.raises(ExerciseError, match="without the tanh"):
         check_additive_scores(
@@ -23,5 +18,3 @@ def test_the_checker_says_what_is_wrong():
         check_additive_scores(lambda q, k, A, B, w: additive(q, k, A, B, w).transpose(1, 2))
     with pytest.raises(ExerciseError, match=r"has shape \(1, 1\), expected \(1, 1, 1\)"):
         check_additive_scores(lambda q, k, A, B, w: additive(q, k, A, B, w)[0])
-    with pytest.raises(TypeError, match="must be a function"):
-        check_additive_scores("tanh")

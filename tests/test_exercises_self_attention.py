@@ -53,11 +53,6 @@ def with_mistake(mistake):
     return attention
 
 
-def test_the_solution_passes(capsys):
-    check_multi_head_attention(multi_head_attention)
-    assert capsys.readouterr().out.startswith("correct: ")
-
-
 @pytest.mark.parametrize("mistake, message", [
     ("sqrt-p", r"divided by sqrt\(p\)"),
     ("no-scale", "not scaled"),
@@ -79,8 +74,3 @@ def test_other_failures_are_reported():
                                          multi_head_attention(*args, causal=causal)[1][:, 0]))
     with pytest.raises(ExerciseError, match="raised"):
         check_multi_head_attention(lambda x, W_q, W_k, W_v, W_c, H: x)  # no causal argument
-
-
-def test_bad_arguments():
-    with pytest.raises(TypeError, match="attempt must be a function"):
-        check_multi_head_attention(3)

@@ -12,11 +12,6 @@ def masked(x, mask, eps):
     return torch.where(mask[..., None], (x - mu) / torch.sqrt(var + eps), 0.0)
 
 
-def test_the_checker_accepts_the_reference(capsys):
-    check_masked_batch_norm(masked)
-    assert "correct:" in capsys.readouterr().out
-
-
 def test_the_checker_says_what_is_wrong():
     def all_positions(x, mask, eps):  # statistics over the padding too
         flat = x.reshape(-1, x.shape[-1])
@@ -42,5 +37,3 @@ def test_the_checker_says_what_is_wrong():
                              (lambda x, mask, eps: 1 / 0, "raised ZeroDivisionError")]:
         with pytest.raises(ExerciseError, match=message):
             check_masked_batch_norm(attempt)
-    with pytest.raises(ExerciseError, match="must be a function"):
-        check_masked_batch_norm(3)

@@ -24,11 +24,6 @@ def right(self, z):
     return self.gamma * z / torch.sqrt(z.pow(2).mean(-1, keepdim=True) + self.eps)
 
 
-def test_rms_norm_accepts_the_solution(capsys):
-    check_rms_norm(rms_norm_class(right))
-    assert capsys.readouterr().out.startswith("correct: ")
-
-
 @pytest.mark.parametrize("forward, match", [
     (lambda self, z: self.gamma * (z - z.mean(-1, keepdim=True)) / torch.sqrt(
         (z - z.mean(-1, keepdim=True)).pow(2).mean(-1, keepdim=True) + self.eps),
@@ -63,8 +58,6 @@ def test_rms_norm_rejects_a_missing_gamma_and_bad_arguments():
         check_rms_norm(lambda p: nn.Identity())
     with pytest.raises(ExerciseError, match="nn.Module"):
         check_rms_norm(lambda p: 3)
-    with pytest.raises(TypeError, match="callable"):
-        check_rms_norm("RMSNorm")
 
 
 def layer_norm(z, norm):
@@ -81,11 +74,6 @@ def feed_forward(z, ff):
 def pre_norm(block, a_in):
     u = a_in + block.attention(layer_norm(a_in, block.norm1))[0]
     return u + feed_forward(layer_norm(u, block.norm2), block.feed_forward)
-
-
-def test_pre_norm_block_accepts_the_solution(capsys):
-    check_pre_norm_block(pre_norm)
-    assert capsys.readouterr().out.startswith("correct: ")
 
 
 def post_norm(block, a_in):
@@ -123,8 +111,3 @@ def calls_the_block(block, a_in):
 def test_pre_norm_block_rejects_wrong_attempts(attempt, match):
     with pytest.raises(ExerciseError, match=match):
         check_pre_norm_block(attempt)
-
-
-def test_pre_norm_block_rejects_a_non_callable():
-    with pytest.raises(TypeError, match="callable"):
-        check_pre_norm_block(None)

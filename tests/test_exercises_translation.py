@@ -20,11 +20,6 @@ def solution(model, src, src_mask, tgt, start_id):
         return (log_probs(model, src, src_mask, tgt, start_id) * (tgt != 0)).sum(1)
 
 
-def test_accepts_the_solution(capsys):
-    check_sequence_log_prob(solution)
-    assert capsys.readouterr().out.startswith("correct: ")
-
-
 def test_accepts_an_attempt_that_keeps_the_graph():
     def with_graph(model, src, src_mask, tgt, start_id):
         return (log_probs(model, src, src_mask, tgt, start_id) * (tgt != 0)).sum(1)
@@ -57,8 +52,3 @@ def test_rejects_summed_logits():
 
     with pytest.raises(ExerciseError, match="log_softmax"):
         check_sequence_log_prob(logits_summed)
-
-
-def test_rejects_a_non_callable():
-    with pytest.raises(TypeError, match="callable"):
-        check_sequence_log_prob([1, 2])

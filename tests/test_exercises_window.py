@@ -12,11 +12,6 @@ def windows(x, k):
     return padded.unfold(1, k, 1).transpose(2, 3).reshape(B, T, k * E)
 
 
-def test_the_checker_accepts_the_reference(capsys):
-    check_window_features(windows)
-    assert "correct:" in capsys.readouterr().out
-
-
 def test_the_checker_says_what_is_wrong():
     def newest_first(x, k):
         E = x.shape[-1]
@@ -33,5 +28,3 @@ def test_the_checker_says_what_is_wrong():
         check_window_features(no_start)
     with pytest.raises(ExerciseError, match=r"has shape \(1, 1, 1\), expected \(1, 1, 2\)"):
         check_window_features(lambda x, k: x[..., :1])
-    with pytest.raises(TypeError, match="must be a function"):
-        check_window_features(None)

@@ -74,3 +74,30 @@ def test_the_chapter_library_never_imports_a_subpackage_and_nothing_cycles():
 
     for name in graph:
         visit(name)
+
+
+# The modules of seqlib.experiments by kind, as README's layout gives them: one per page's
+# experiment, the parts they share, and the command line of the full-profile runs.
+EXPERIMENTS = {"translation", "sentiment", "captioning", "forecasting", "window", "length",
+               "trainability", "pretraining"}
+SHARED = {"runs", "shakespeare", "streams", "datasets", "classify", "ngrams", "bpe", "digits",
+          "calibration", "word2vec"}
+COMMAND_LINE = {"run"}
+
+
+def test_no_experiment_imports_another_experiment():
+    """A module of seqlib.experiments imports, of seqlib.experiments, only the shared parts
+    (SHARED: runs, datasets, ...), never an experiment (EXPERIMENTS, one per page); only
+    `run`, the command line that trains the full-profile runs, imports experiments. Every
+    module is of one of these kinds, and the layout table of README.md names each."""
+    prefix = "seqlib.experiments."
+    graph = imports()
+    modules = {name.removeprefix(prefix) for name in graph if name.startswith(prefix)}
+    assert modules == EXPERIMENTS | SHARED | COMMAND_LINE, "classify the new module here"
+    for module in modules - COMMAND_LINE:
+        used = {name.removeprefix(prefix) for name in graph[prefix + module]
+                if name.startswith(prefix)}
+        assert used <= SHARED, f"{module} imports the experiment(s) {sorted(used - SHARED)}"
+    readme = (SEQLIB.parent / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `seqlib/experiments/`"))
+    assert not [m for m in sorted(modules) if f"`{m}`" not in row and f"`{m}.py`" not in row]

@@ -4,10 +4,21 @@ additive score of Bahdanau et al., with a padding mask."""
 import torch
 
 from seqlib.attention import Attention
-from seqlib.exercises import ExerciseError, expect, expect_close, passed, run_attempt
+from seqlib.exercises.toolkit import (
+    ExerciseError,
+    close,
+    expect,
+    expect_close,
+    name_mistake,
+    passed,
+    require_callable,
+    run_attempt,
+    seeded,
+)
 
 # distinct sizes, so that a transposed or misplaced dimension shows in a shape
 B, T_OUT, T_IN, M_Q, M_K, M_TILDE, M_V = 2, 3, 5, 4, 6, 7, 8
+SUMS = dict(atol=1e-5, rtol=1e-5)  # weights and their sums: atol 1e-5, torch.allclose's rtol
 
 
 def _inputs() -> dict:
@@ -29,7 +40,8 @@ def _inputs() -> dict:
 
 def _reference(inputs: dict, mask) -> tuple:
     """seqlib.attention.Attention with the additive score and the given parameters."""
-    attention = Attention(M_Q, M_K, "additive", attention_size=M_TILDE)
+    with seeded(0):  # initial weights, replaced below: the caller's random numbers untouched
+        attention = Attention(M_Q, M_K, "additive", attention_size=M_TILDE)
     with torch.no_grad():
         for name in ("W_sa", "W_sb", "w_s"):
             getattr(attention, name).copy_(inputs[name])
@@ -61,8 +73,8 @@ def _check_weights(alpha, inputs: dict, expected, what: str) -> None:
            f"{(B, T_OUT, T_IN)}")
     alpha = alpha.detach().double()
     expect(bool(torch.isfinite(alpha).all()), f"{what}: alpha holds NaN or infinite values")
-    if not torch.allclose(alpha.sum(-1), torch.ones(B, T_OUT, dtype=torch.double), atol=1e-5):
-        if torch.allclose(alpha.sum(1), torch.ones(B, T_IN, dtype=torch.double), atol=1e-5):
+    if not close(alpha.sum(-1), torch.ones(B, T_OUT), **SUMS):
+        if close(alpha.sum(1), torch.ones(B, T_IN), **SUMS):
             raise ExerciseError(f"{what}: the weights sum to 1 over the queries; take the "
                                 f"softmax over the keys (the last dimension), so that each "
                                 f"row alpha^<t> sums to 1, (7.20)")
@@ -73,14 +85,14 @@ def _check_weights(alpha, inputs: dict, expected, what: str) -> None:
     a_k = inputs["keys"].double() @ inputs["W_sb"].double().T  # (B, T_in, m~)
     pre = a_q[:, :, None] + a_k[:, None]  # (B, T_out, T_in, m~)
     w_s = inputs["w_s"].double()
-    for scores, message in [(pre @ w_s, "the tanh seems missing: s(z_q, z_k) = w_s^T "
-                             "tanh(W_sa z_q + W_sb z_k)"),
-                            (torch.tanh(pre) @ w_s / M_TILDE ** 0.5, "the additive score has "
-                             "no 1/sqrt(m~) factor: that scaling belongs to the inner product"),
-                            (torch.tanh(pre).sum(-1), "the tanh layer's outputs are summed; "
-                             "weigh them by w_s: s = w_s^T tanh(...)")]:
-        if torch.allclose(alpha, torch.softmax(scores, -1), atol=1e-5):
-            raise ExerciseError(f"{what}: {message}")
+    mistakes = [(pre @ w_s, "the tanh seems missing: s(z_q, z_k) = w_s^T "
+                 "tanh(W_sa z_q + W_sb z_k)"),
+                (torch.tanh(pre) @ w_s / M_TILDE ** 0.5, "the additive score has no "
+                 "1/sqrt(m~) factor: that scaling belongs to the inner product"),
+                (torch.tanh(pre).sum(-1), "the tanh layer's outputs are summed; weigh them "
+                 "by w_s: s = w_s^T tanh(...)")]
+    name_mistake(what, alpha, ((torch.softmax(scores, -1), message)
+                               for scores, message in mistakes), **SUMS)
     expect_close(f"{what}: alpha", alpha, expected)
 
 
@@ -92,9 +104,8 @@ def check_additive_attention(attempt) -> None:
     It must return (u, alpha), u (B, T_out, m_v) and alpha (B, T_out, T_in), compared with
     seqlib.attention.Attention(score="additive") without and with a padding mask.
     """
-    if not callable(attempt):
-        raise TypeError(f"attempt must be a function additive_attention(queries, keys, values, "
-                        f"W_sa, W_sb, w_s, mask=None), got {type(attempt).__name__}")
+    require_callable(attempt, "additive_attention(queries, keys, values, W_sa, W_sb, w_s, "
+                     "mask=None) -> (u, alpha)")
     inputs = _inputs()
     what = "without a mask"
     u, alpha = _call(attempt, inputs, None, what)
@@ -103,7 +114,7 @@ def check_additive_attention(attempt) -> None:
     expect(tuple(u.shape) == (B, T_OUT, M_V),
            f"{what}: u has shape {tuple(u.shape)}, expected (B, T_out, m_v) = "
            f"{(B, T_OUT, M_V)}")
-    if not torch.allclose(u.detach().double(), u_ref.double(), atol=1e-5, rtol=1e-4):
+    if not close(u, u_ref):
         raise ExerciseError(f"{what}: the weights are right but the outputs u are not: u^<t> "
                             f"= sum_tau alpha^<t>_tau v^<tau>, (7.21), that is alpha @ values")
 
@@ -123,7 +134,7 @@ def check_additive_attention(attempt) -> None:
                             f"{padded.abs().max().item():.3g}; they must get weight 0: give "
                             f"their scores -inf before the softmax (masked_fill(~mask, -inf))")
     sums = alpha.detach().sum(-1)
-    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
+    if not close(sums, torch.ones_like(sums), **SUMS):
         raise ExerciseError(f"{what}: the padded keys get weight 0 but the rows of the "
                             f"second sequence sum to {[round(float(v), 3) for v in sums[1]]}: "
                             f"setting weights to 0 after the softmax leaves the others "

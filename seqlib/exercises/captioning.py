@@ -15,13 +15,24 @@ reference is seqlib.attention.Attention run on the grid read row by row.
 import torch
 
 from seqlib.attention import Attention
-from seqlib.exercises import ExerciseError, expect, expect_close, passed
+from seqlib.exercises.toolkit import (
+    ExerciseError,
+    close,
+    expect,
+    expect_close,
+    passed,
+    require_callable,
+    seeded,
+)
+
+TOL = dict(atol=1e-6, rtol=1e-4)  # float64 inputs: round-off only
 
 
 def _reference(grid, s_prev, W_sa, W_sb, w_s):
     """u (B, d) and alpha (B, h, w) by seqlib.attention.Attention with these parameters."""
     B, h, w, d = grid.shape
-    attention = Attention(s_prev.shape[-1], d, "additive", W_sa.shape[0]).double()
+    with seeded(0):  # initial weights, replaced below: the caller's random numbers untouched
+        attention = Attention(s_prev.shape[-1], d, "additive", W_sa.shape[0]).double()
     with torch.no_grad():
         attention.W_sa.copy_(W_sa)
         attention.W_sb.copy_(W_sb)
@@ -31,17 +42,10 @@ def _reference(grid, s_prev, W_sa, W_sb, w_s):
     return u[:, 0], alpha[:, 0].view(B, h, w)  # (B, d), (B, h, w)
 
 
-def _same(got: torch.Tensor, expected: torch.Tensor) -> bool:
-    return got.shape == expected.shape and torch.allclose(got.double(), expected, rtol=1e-4,
-                                                          atol=1e-6)
-
-
 def check_grid_attention(attempt) -> None:
     """Check `attempt(grid, s_prev, W_sa, W_sb, w_s) -> (u, alpha)` (see the module's
     docstring) against seqlib.attention.Attention on random float64 inputs."""
-    if not callable(attempt):
-        raise TypeError(f"attempt must be a function grid_attention(grid, s_prev, W_sa, W_sb, "
-                        f"w_s), got {type(attempt).__name__}")
+    require_callable(attempt, "grid_attention(grid, s_prev, W_sa, W_sb, w_s) -> (u, alpha)")
     gen = torch.Generator().manual_seed(15)
     B, h, w, d, m, a = 3, 2, 5, 6, 4, 7  # h != w: a grid read in the wrong order shows
 
@@ -62,30 +66,29 @@ def check_grid_attention(attempt) -> None:
            f"alpha has shape {tuple(alpha.shape)}, expected (B, h, w) = {(B, h, w)}: one "
            "weight per location of the grid")
     alpha = alpha.detach().double()
-    if not _same(alpha, alpha_ref):
+    if not close(alpha, alpha_ref, **TOL):
         totals = alpha.sum((1, 2))  # (B,)
-        if _same(alpha.sum(2), torch.ones(B, h, dtype=torch.float64)):
+        if close(alpha.sum(2), torch.ones(B, h), **TOL):
             raise ExerciseError("each row of the grid has weights summing to 1: the softmax "
                                 "of (7.20) runs over all h w locations of an image at once")
-        if _same(alpha.sum(1), torch.ones(B, w, dtype=torch.float64)):
+        if close(alpha.sum(1), torch.ones(B, w), **TOL):
             raise ExerciseError("each column of the grid has weights summing to 1: the "
                                 "softmax of (7.20) runs over all h w locations at once")
-        expect(_same(totals, torch.ones(B, dtype=torch.float64)),
+        expect(close(totals, torch.ones(B), **TOL),
                f"the weights of each image should sum to 1 over its {h * w} locations, (7.20); "
                f"they sum to {[round(t, 4) for t in totals.tolist()]}")
-        if _same(alpha, alpha_ref.transpose(1, 2).reshape(B, h, w)):
+        if close(alpha, alpha_ref.transpose(1, 2).reshape(B, h, w), **TOL):
             raise ExerciseError("the weights are right but in the wrong places: alpha was "
                                 "computed column by column and reshaped row by row; flatten "
                                 "the grid and reshape the weights back in the same order")
         v = grid.reshape(B, h * w, d)  # (B, h w, d)
         linear = s_prev @ W_sa.T @ w_s  # (B,): without tanh the query's part is a constant
         no_tanh = torch.softmax((v @ W_sb.T @ w_s) + linear[:, None], -1).view(B, h, w)
-        if _same(alpha, no_tanh):
+        if close(alpha, no_tanh, **TOL):
             raise ExerciseError("alpha matches the score w_s^T (W_sa z_q + W_sb z_k) without "
                                 "the tanh: the additive score is w_s^T tanh(W_sa z_q + W_sb z_k)")
         expect_close("alpha", alpha, alpha_ref)
-    if isinstance(u, torch.Tensor) and tuple(u.shape) == (B, d) \
-            and _same(u.detach().double(), grid.mean((1, 2))):
+    if close(u, grid.mean((1, 2)), **TOL):
         raise ExerciseError("alpha is right, but u is the plain mean of the grid's vectors: "
                             "weight each v^<tau> by its alpha^<t>_tau, (7.21)")
     expect(not isinstance(u, torch.Tensor) or tuple(u.shape) == (B, d),

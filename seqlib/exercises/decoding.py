@@ -30,7 +30,7 @@ import numbers
 import torch
 
 from seqlib.diagrams.beam import TableDecoder, beam_trace
-from seqlib.exercises import ExerciseError, expect, passed
+from seqlib.exercises.toolkit import ExerciseError, expect, passed, require_callable
 
 STOP = 1  # the tables' ids: 0 <start> (never written), 1 <stop>, 2... words
 
@@ -113,9 +113,7 @@ def _compare(name: str, got: list, expected: list, hypotheses, log_p, where: str
 def check_beam_step(attempt) -> None:
     """Check `attempt(hypotheses, log_p, K, stop_id) -> (live, finished)` (see the module's
     docstring) against seqlib.decoding.beam_search, step by step, on random tables."""
-    if not callable(attempt):
-        raise TypeError(f"attempt must be a function beam_step(hypotheses, log_p, K, stop_id), "
-                        f"got {type(attempt).__name__}")
+    require_callable(attempt, "beam_step(hypotheses, log_p, K, stop_id) -> (live, finished)")
     count = 0
     for decoder, K, steps in _cases():
         for t, (hypotheses, live, finished) in enumerate(steps):
@@ -185,9 +183,7 @@ def best_temperature(logits: torch.Tensor, targets: torch.Tensor) -> float:
 def check_fit_temperature(attempt) -> None:
     """Check `attempt(logits (N, V), targets (N,)) -> T` (see the module's docstring) on an
     over-confident and an under-confident set of predictions."""
-    if not callable(attempt):
-        raise TypeError(f"attempt must be a function fit_temperature(logits, targets), got "
-                        f"{type(attempt).__name__}")
+    require_callable(attempt, "fit_temperature(logits, targets) -> T")
     gen = torch.Generator().manual_seed(16)
     found = []
     for scale, kind in [(3.0, "over-confident"), (0.4, "under-confident")]:

@@ -4,12 +4,13 @@
   offset vector v_b - v_a + v_c, the query words left out.
 """
 
+import operator
 from collections.abc import Callable
 
 import torch
 
 from seqlib.embeddings import cosine_similarity
-from seqlib.exercises import ExerciseError, expect, passed
+from seqlib.exercises.toolkit import ExerciseError, expect, name_mistake, passed, require_callable
 
 
 def _solve(vectors: torch.Tensor, words: list, a: str, b: str, c: str, *, offset=(-1, 1, 1),
@@ -31,23 +32,20 @@ def _solve(vectors: torch.Tensor, words: list, a: str, b: str, c: str, *, offset
     return words[int(scores.argmax())]
 
 
-MISTAKES = {  # keyword arguments of _solve -> what to say when an attempt matches it
-    "no exclusion": (dict(exclude=False),
-                     "leave the three query words a, b and c out of the candidates: the "
-                     "offset vector is often closest to b or c themselves"),
-    "dot product": (dict(score="dot"),
-                    "it ranks the candidates by the dot product with the query, which favours "
-                    "long vectors; rank them by the cosine (divide by both norms)"),
-    "euclidean": (dict(score="euclidean"),
-                  "it ranks the candidates by Euclidean distance to the query; rank them by "
-                  "the cosine, which ignores the lengths of the vectors"),
-    "a - b + c": (dict(offset=(1, -1, 1)),
-                  "the query looks like v_a - v_b + v_c; 'a is to b as c is to d' means "
-                  "d - c = b - a, so the query is v_b - v_a + v_c"),
-    "a + b - c": (dict(offset=(1, 1, -1)),
-                  "the query looks like v_a + v_b - v_c; 'a is to b as c is to d' means "
-                  "d - c = b - a, so the query is v_b - v_a + v_c"),
-}
+NO_EXCLUSION = ("leave the three query words a, b and c out of the candidates: the offset "
+                "vector is often closest to b or c themselves")
+MISTAKES = [  # (keyword arguments of _solve, what to say when an attempt answers as it does)
+    (dict(exclude=False), NO_EXCLUSION),
+    (dict(score="dot"), "it ranks the candidates by the dot product with the query, which "
+                        "favours long vectors; rank them by the cosine (divide by both norms)"),
+    (dict(score="euclidean"), "it ranks the candidates by Euclidean distance to the query; "
+                              "rank them by the cosine, which ignores the lengths of the "
+                              "vectors"),
+    (dict(offset=(1, -1, 1)), "the query looks like v_a - v_b + v_c; 'a is to b as c is to d' "
+                              "means d - c = b - a, so the query is v_b - v_a + v_c"),
+    (dict(offset=(1, 1, -1)), "the query looks like v_a + v_b - v_c; 'a is to b as c is to d' "
+                              "means d - c = b - a, so the query is v_b - v_a + v_c"),
+]
 
 
 def _cases() -> list:
@@ -88,9 +86,7 @@ def check_analogy(attempt: Callable) -> None:
     the vectors of the V words of the list `words`, the word d that solves "a is to b as c
     is to d", the one whose vector has the largest cosine with v_b - v_a + v_c among all
     words other than a, b and c."""
-    if not callable(attempt):
-        raise TypeError(f"check_analogy expects your function analogy(vectors, words, a, b, c),"
-                        f" got {type(attempt).__name__}")
+    require_callable(attempt, "analogy(vectors, words, a, b, c) -> word")
     count = 0
     for vectors, words, triples in _cases():
         for a, b, c in triples:
@@ -104,18 +100,16 @@ def check_analogy(attempt: Callable) -> None:
             expect(got in words, f"analogy returned {got!r}, which is not one of the words")
             right = _solve(vectors, words, a, b, c)
             if got != right:
-                hint = next((say for kwargs, say in MISTAKES.values()
-                             if _solve(vectors, words, a, b, c, **kwargs) == got), None)
-                if hint is None and got in (a, b, c):
-                    hint = MISTAKES["no exclusion"][1]
                 index = {w: i for i, w in enumerate(words)}
                 query = vectors[index[b]] - vectors[index[a]] + vectors[index[c]]
                 cos_got = cosine_similarity(vectors[index[got]], query).item()
                 cos_right = cosine_similarity(vectors[index[right]], query).item()
-                raise ExerciseError(
-                    f"{a} : {b} = {c} : ? returned {got!r} (cosine {cos_got:.3f} with "
-                    f"v_b - v_a + v_c), expected {right!r} (cosine {cos_right:.3f})"
-                    + (f": {hint}" if hint else ""))
+                what = (f"{a} : {b} = {c} : ? returned {got!r} (cosine {cos_got:.3f} with "
+                        f"v_b - v_a + v_c), expected {right!r} (cosine {cos_right:.3f})")
+                name_mistake(what, got, ((_solve(vectors, words, a, b, c, **kwargs), say)
+                                         for kwargs, say in MISTAKES), same=operator.eq)
+                expect(got not in (a, b, c), f"{what}: {NO_EXCLUSION}")
+                raise ExerciseError(what)
             count += 1
     passed(f"analogy solves all {count} analogies of the test cases, query words left out")
 

@@ -4,7 +4,14 @@ written from the decoding protocol, model.start and model.step."""
 import torch
 
 from seqlib.decoding import greedy
-from seqlib.exercises import ExerciseError, expect, passed
+from seqlib.exercises.toolkit import (
+    ExerciseError,
+    expect,
+    passed,
+    require_callable,
+    run_attempt,
+    seeded,
+)
 from seqlib.seq2seq import AttentionSeq2Seq, Seq2Seq
 from seqlib.text import pad_batch
 
@@ -23,8 +30,7 @@ def _models() -> dict:
              lambda: Seq2Seq(V_SRC, V_TGT, 6, 8, feed_code=True)),
             ("AttentionSeq2Seq (Fig. 7.10)", 8, 1.75,
              lambda: AttentionSeq2Seq(V_SRC, V_TGT, 6, 8, attention_size=5))]:
-        with torch.random.fork_rng(devices=[]):  # the caller's random numbers stay untouched
-            torch.manual_seed(seed)
+        with seeded(seed):  # the caller's random numbers stay untouched
             model = build()
         with torch.no_grad():
             for parameter in model.parameters():
@@ -141,9 +147,8 @@ def check_greedy_decoding(attempt) -> None:
     stopping at <stop> or after max_len tokens. It is compared with seqlib.decoding.greedy
     on two small untrained models (Fig. 7.9 (b) and Fig. 7.10) and three values of max_len.
     """
-    if not callable(attempt):
-        raise TypeError(f"attempt must be a function greedy_decode(model, src, src_mask, "
-                        f"start_id, stop_id, max_len), got {type(attempt).__name__}")
+    require_callable(attempt, "greedy_decode(model, src, src_mask, start_id, stop_id, "
+                     "max_len) -> token lists")
     src, src_mask = _sources()
     B = len(src)
     for name, model in _models().items():
@@ -151,13 +156,8 @@ def check_greedy_decoding(attempt) -> None:
             special = dict(start_id=START, stop_id=STOP, max_len=max_len)
             expected = greedy(model, src, src_mask, **special)
             what = f"greedy_decode on {name} with max_len={max_len}"
-            try:
-                with torch.no_grad():
-                    got = attempt(model, src.clone(), src_mask.clone(), START, STOP, max_len)
-            except ExerciseError:
-                raise
-            except Exception as error:
-                raise ExerciseError(f"{what} raised {type(error).__name__}: {error}") from error
+            got = run_attempt(attempt, model, src.clone(), src_mask.clone(), START, STOP,
+                              max_len, what=what)
             got = _as_lists(got, B, what)
             for b in range(B):
                 if got[b] != expected[b]:

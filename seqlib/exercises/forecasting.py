@@ -11,17 +11,19 @@ Series are (batch, time) tensors, as in seqlib.experiments.forecasting.
 
 import torch
 
-from seqlib.exercises import ExerciseError, expect, expect_close, passed
+from seqlib.exercises.toolkit import (
+    ExerciseError,
+    close,
+    expect,
+    expect_close,
+    name_mistake,
+    passed,
+    require_callable,
+    seeded,
+)
 from seqlib.experiments.forecasting import Forecaster, ar_forecast
 
-
-def _callable(attempt, what: str) -> None:
-    if not callable(attempt):
-        raise TypeError(f"attempt must be a function {what}, got {type(attempt).__name__}")
-
-
-def _close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-8) -> bool:
-    return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=atol))
+TOL = dict(atol=1e-8, rtol=1e-5)  # float64 series: round-off only
 
 
 def _linear_forecast(W_hh: torch.Tensor, b_h: torch.Tensor, history: torch.Tensor,
@@ -44,7 +46,7 @@ def check_companion(attempt) -> None:
     h^<t> = (x^<t>, x^<t-1>, ..., x^<t-p+1>) holds the last p values, newest first. Run from
     the state at the end of a history, the first entry of each new state must be the
     forecast of seqlib.experiments.forecasting.ar_forecast."""
-    _callable(attempt, "coef -> (W_hh, b_h)")
+    require_callable(attempt, "companion(coef) -> (W_hh, b_h)")
     generator = torch.Generator().manual_seed(0)
     for p in (1, 2, 5):
         coef = torch.cat([torch.randn(1, generator=generator, dtype=torch.float64),
@@ -64,24 +66,24 @@ def check_companion(attempt) -> None:
         W_hh, b_h = W_hh.double(), b_h.double()
         history = 10 + 3 * torch.randn(3, p + 4, generator=generator, dtype=torch.float64)
         expected = ar_forecast(coef, history, 8)  # (3, 8)
-        if _close(_linear_forecast(W_hh, b_h, history, 8), expected):
+        if close(_linear_forecast(W_hh, b_h, history, 8), expected, **TOL):
             continue
         # Wrong forecasts: say which part of the unit is off.
-        if p > 1 and _close(W_hh[0], a.flip(0)):
+        if p > 1 and close(W_hh[0], a.flip(0), **TOL):
             raise ExerciseError(f"p = {p}: row 0 of W_hh holds a_p, ..., a_1, the coefficients "
                                 "in reverse order; the state's first entry is x^<t>, which "
                                 "a_1 multiplies, so row 0 is (a_1, ..., a_p)")
-        if p > 1 and _close(W_hh, _companion(coef)[0].T):
+        if p > 1 and close(W_hh, _companion(coef)[0].T, **TOL):
             raise ExerciseError(f"p = {p}: W_hh is the transpose of the companion matrix: row "
                                 "0 must hold (a_1, ..., a_p), the prediction, and rows 1 to "
                                 "p - 1 must shift the state down one place")
-        expect(_close(W_hh[0], a), f"p = {p}: row 0 of W_hh should be (a_1, ..., a_p) = "
+        expect(close(W_hh[0], a, **TOL), f"p = {p}: row 0 of W_hh should be (a_1, ..., a_p) = "
                f"{[round(v, 4) for v in a.tolist()]}, got "
                f"{[round(v, 4) for v in W_hh[0].tolist()]}: the first entry of the new state "
                "is the prediction c + a_1 x^<t> + ... + a_p x^<t-p+1>")
-        expect(_close(b_h[:1], c.reshape(1)), f"p = {p}: b_h[0] should be the constant "
+        expect(close(b_h[:1], c.reshape(1), **TOL), f"p = {p}: b_h[0] should be the constant "
                f"c = {c.item():.4f}, got {b_h[0].item():.4f}")
-        expect(_close(b_h[1:], torch.zeros(p - 1, dtype=torch.float64)),
+        expect(close(b_h[1:], torch.zeros(p - 1), **TOL),
                f"p = {p}: b_h[1:] should be zero: only the new prediction gets the constant; "
                "the other entries are copies of older values")
         raise ExerciseError(f"p = {p}: rows 1 to {p - 1} of W_hh should shift the state down "
@@ -134,13 +136,12 @@ def check_feed_back(attempt) -> None:
     next input, carrying the state, up to `horizon`. `day` (B,) is the day index of
     history[:, 0], or None for a model without a calendar. Column k - 1 must be the
     forecast at lead k, as Forecaster.forecast returns it."""
-    _callable(attempt, "(model, history, horizon, day) -> forecasts")
+    require_callable(attempt, "feed_back(model, history, horizon, day) -> forecasts")
     generator = torch.Generator().manual_seed(0)
     history = 12 + 4 * torch.randn(3, 10, generator=generator, dtype=torch.float64)
     cases = [(unit, period) for period in (None, 365) for unit in ("rnn", "lstm", "gru")]
     for unit, period in cases:
-        with torch.random.fork_rng():  # seeded weights, the caller's random state untouched
-            torch.manual_seed(1)
+        with seeded(1):  # seeded weights, the caller's random state untouched
             model = _Forecaster(unit, 6, warmup=4, loc=12.0, scale=4.0, period=period).double()
         day = None if period is None else torch.tensor([0, 150, 358])  # 358: a new year
         what = f"a {unit.upper()} forecaster " + ("without a calendar" if period is None
@@ -156,21 +157,21 @@ def check_feed_back(attempt) -> None:
                    f"{what}: got shape {tuple(got.shape)} for 3 histories and horizon "
                    f"{horizon}, expected {tuple(expected.shape)}")
             got = got.detach().double()
-            if _close(got, expected):
+            if close(got, expected, **TOL):
                 continue
+            mistakes = [(dict(whole=True), "you warmed up on the whole history; the warm-up "
+                         "phase reads only its last model.warmup values"),
+                        (dict(restart=True), "lead 1 is right, but each fed-back step starts "
+                         "from a zero state; pass the state returned by one call of model "
+                         "into the next")]
             with torch.no_grad():
-                if _close(got, _variant(model, history, horizon, day, whole=True)):
-                    raise ExerciseError(f"{what}: you warmed up on the whole history; the "
-                                        "warm-up phase reads only its last model.warmup values")
-                if _close(got, _variant(model, history, horizon, day, restart=True)):
-                    raise ExerciseError(f"{what}: lead 1 is right, but each fed-back step "
-                                        "starts from a zero state; pass the state returned by "
-                                        "one call of model into the next")
-            lead_one = _close(got[:, :1], expected[:, :1])
+                name_mistake(what, got, ((_variant(model, history, horizon, day, **change),
+                                          message) for change, message in mistakes), **TOL)
+            lead_one = close(got[:, :1], expected[:, :1], **TOL)
             if not lead_one and period is not None:
                 with torch.no_grad():  # the window read with the day of history[:, 0]
                     unshifted = model(history[:, -model.warmup:], day)[0][:, -1:]
-                expect(not _close(got[:, :1], unshifted),
+                expect(not close(got[:, :1], unshifted, **TOL),
                        f"{what}: lead 1 reads the wrong days of the calendar; `day` is the "
                        "day index of history[:, 0], so the window of the last model.warmup "
                        "values starts at day + T - model.warmup")

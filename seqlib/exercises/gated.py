@@ -3,15 +3,20 @@
 import torch
 from torch import nn
 
-from seqlib.exercises import ExerciseError, expect, expect_close, passed
+from seqlib.exercises.toolkit import (
+    ExerciseError,
+    close,
+    expect,
+    expect_close,
+    name_mistake,
+    passed,
+    require_callable,
+    seeded,
+)
 from seqlib.gated import LSTMCell
 
 P, M, B = 3, 4, 5  # input features, hidden units (the chapter's m~), batch
-
-
-def _close(a, b) -> bool:
-    return (isinstance(a, torch.Tensor) and a.shape == b.shape
-            and bool(torch.allclose(a.detach().double(), b.double(), rtol=1e-6, atol=1e-9)))
+TOL = dict(atol=1e-9, rtol=1e-6)  # float64 steps: round-off only
 
 
 # ---------------------------------------------------------------------------------------------
@@ -49,11 +54,10 @@ def check_peephole_lstm(attempt) -> None:
     biases of (7.16)-(7.17), w_f, w_i, w_o are (m~,) vectors, x is (B, p) and state is
     (h, c), each (B, m~). The forget and input gates add w_f * c^<t-1> and w_i * c^<t-1> to
     their pre-activations, the output gate adds w_o * c^<t>, the new cell state."""
-    if not callable(attempt):
-        raise TypeError(f"attempt must be a function (x, state, cell, w_f, w_i, w_o) -> (h, c), "
-                        f"got {type(attempt).__name__}")
+    require_callable(attempt, "peephole_lstm_step(x, state, cell, w_f, w_i, w_o) -> (h, c)")
     generator = torch.Generator().manual_seed(716)
-    cell = LSTMCell(P, M).double()
+    with seeded(0):  # initial weights, replaced below: the caller's random numbers untouched
+        cell = LSTMCell(P, M).double()
     with torch.no_grad():
         for weight in cell.parameters():
             weight.copy_(torch.rand(weight.shape, generator=generator, dtype=torch.float64)
@@ -68,12 +72,12 @@ def check_peephole_lstm(attempt) -> None:
         # 1. Without peepholes the step is the chapter's LSTM.
         h, c = _step(attempt, x, state, cell, zero, zero, zero, "with w_f = w_i = w_o = 0")
         h_ref, c_ref = cell(x, state)
-        if not _close(c, c_ref):
+        if not close(c, c_ref, **TOL):
             raise ExerciseError(
                 "with w_f = w_i = w_o = 0 the step must be the LSTM of (7.16)-(7.17) "
                 "(seqlib's LSTMCell), but c^<t> differs: check the gate blocks (block k of "
                 "W_hx, W_hh and b_h is cell.block(k, x, h), in the order i, f, c~, o)")
-        if not _close(h, h_ref):
+        if not close(h, h_ref, **TOL):
             raise ExerciseError(
                 "with w_f = w_i = w_o = 0, c^<t> matches the LSTM of (7.16)-(7.17) but h^<t> "
                 "does not: check the output gate (block 3) and h = g_o * S_Tanh(c^<t>)")
@@ -84,12 +88,12 @@ def check_peephole_lstm(attempt) -> None:
             h, c = _step(attempt, x, state, cell, ws["f"], ws["i"], ws["o"],
                          f"with only w_{gate} nonzero")
             h_ref, c_ref = _peephole_reference(cell, ws["f"], ws["i"], ws["o"], x, state)
-            if not _close(c, c_ref):
+            if not close(c, c_ref, **TOL):
                 other = {"f": "i", "i": "f"}[gate]
                 swapped = {"f": zero, "i": zero, "o": zero, other: w[gate]}
                 _, c_swapped = _peephole_reference(cell, swapped["f"], swapped["i"], zero, x,
                                                    state)
-                if _close(c, c_swapped):
+                if close(c, c_swapped, **TOL):
                     raise ExerciseError(
                         f"with only w_{gate} nonzero, c^<t> is what w_{gate} gives in the "
                         f"g_{other} gate: w_f belongs to the forget gate, w_i to the input gate")
@@ -97,18 +101,18 @@ def check_peephole_lstm(attempt) -> None:
                     f"with only w_{gate} nonzero, c^<t> differs: check the peephole of g_{gate}, "
                     f"which adds w_{gate} * {where} (element-wise) to the gate's "
                     "pre-activation, inside the sigmoid")
-            if not _close(h, h_ref):
+            if not close(h, h_ref, **TOL):
                 raise ExerciseError(f"with only w_{gate} nonzero, c^<t> matches but h^<t> does "
                                     f"not: w_{gate} should change h only through c^<t>")
         h, c = _step(attempt, x, state, cell, zero, zero, w["o"], "with only w_o nonzero")
         h_ref, c_ref = _peephole_reference(cell, zero, zero, w["o"], x, state)
-        if not _close(c, c_ref):
+        if not close(c, c_ref, **TOL):
             raise ExerciseError("with only w_o nonzero, c^<t> differs: the output gate's peephole "
                                 "must not change the cell state, only g_o and h")
-        if not _close(h, h_ref):
+        if not close(h, h_ref, **TOL):
             h_old, _ = _peephole_reference(cell, zero, zero, w["o"], x, state,
                                            output_reads_new_c=False)
-            if _close(h, h_old):
+            if close(h, h_old, **TOL):
                 raise ExerciseError(
                     "with only w_o nonzero, h^<t> is what you get when g_o looks at the old "
                     "cell state c^<t-1>: the output gate reads the new one, c^<t>, computed "
@@ -124,9 +128,9 @@ def check_peephole_lstm(attempt) -> None:
                               f"step {t + 1} of a sequence")
             state_ref = _peephole_reference(cell, w["f"], w["i"], w["o"], x_t, state_ref)
             expect_close(f"h^<t> at step {t + 1} of a sequence", state_att[0], state_ref[0],
-                         atol=1e-9, rtol=1e-6)
+                         **TOL)
             expect_close(f"c^<t> at step {t + 1} of a sequence", state_att[1], state_ref[1],
-                         atol=1e-9, rtol=1e-6)
+                         **TOL)
     passed("the peephole LSTM step: equal to seqlib's LSTMCell without peepholes, each "
            "peephole in its gate, and four steps of a sequence")
 
@@ -135,8 +139,8 @@ def check_peephole_lstm(attempt) -> None:
 # PyTorch's GRU step
 
 
-def _torch_gru_variants(cell: nn.GRUCell, x: torch.Tensor, h: torch.Tensor) -> dict:
-    """torch.nn.GRUCell's step and the usual slips, each {name: h_new}."""
+def _torch_gru_variants(cell: nn.GRUCell, x: torch.Tensor, h: torch.Tensor):
+    """torch.nn.GRUCell's step h_new, and the usual mistakes, (h_new, message) pairs."""
     W_x = x @ cell.weight_ih.T + cell.bias_ih  # (B, 3 m): blocks r, z, n
     W_h = h @ cell.weight_hh.T + cell.bias_hh
     m = cell.hidden_size
@@ -148,36 +152,30 @@ def _torch_gru_variants(cell: nn.GRUCell, x: torch.Tensor, h: torch.Tensor) -> d
     n_bias_outside = torch.tanh(x_n + r * (h_n - b_hn) + b_hn)
     r_swapped, z_swapped = z, r  # the blocks read in the wrong order
     n_swapped = torch.tanh(x_n + r_swapped * h_n)
-    return {
-        "right": (1 - z) * n + z * h,
-        "update reversed": z * n + (1 - z) * h,
-        "reset before": (1 - z) * n_before + z * h,
-        "b_hn outside": (1 - z) * n_bias_outside + z * h,
-        "blocks swapped": (1 - z_swapped) * n_swapped + z_swapped * h,
-    }
-
-
-HINTS = {
-    "update reversed": "the update is the wrong way round: torch.nn.GRUCell keeps z of the old "
-                       "state, h' = (1 - z) * n + z * h, so its z is the chapter's 1 - g_u",
-    "reset before": "you applied the reset gate before the product, W_hn (r * h), which is the "
-                    "chapter's form (7.18); torch.nn applies it after: r * (W_hn h + b_hn)",
-    "b_hn outside": "the reset gate must multiply b_hn too: torch.nn computes "
-                    "n = tanh(W_in x + b_in + r * (W_hn h + b_hn))",
-    "blocks swapped": "the first two blocks are swapped: the rows of weight_ih and weight_hh "
-                      "are the blocks r (reset), z (update), n (candidate), in that order",
-}
+    return (1 - z) * n + z * h, [
+        (z * n + (1 - z) * h,
+         "the update is the wrong way round: torch.nn.GRUCell keeps z of the old state, "
+         "h' = (1 - z) * n + z * h, so its z is the chapter's 1 - g_u"),
+        ((1 - z) * n_before + z * h,
+         "you applied the reset gate before the product, W_hn (r * h), which is the chapter's "
+         "form (7.18); torch.nn applies it after: r * (W_hn h + b_hn)"),
+        ((1 - z) * n_bias_outside + z * h,
+         "the reset gate must multiply b_hn too: torch.nn computes "
+         "n = tanh(W_in x + b_in + r * (W_hn h + b_hn))"),
+        ((1 - z_swapped) * n_swapped + z_swapped * h,
+         "the first two blocks are swapped: the rows of weight_ih and weight_hh are the "
+         "blocks r (reset), z (update), n (candidate), in that order"),
+    ]
 
 
 def check_pytorch_gru(attempt) -> None:
     """Check `attempt(x, h, cell) -> h_new`, one step of torch.nn.GRUCell computed from
     the cell's own weights (weight_ih, weight_hh, bias_ih, bias_hh) without calling it:
     x (B, p), h and h_new (B, m~)."""
-    if not callable(attempt):
-        raise TypeError(f"attempt must be a function (x, h, cell) -> h_new, "
-                        f"got {type(attempt).__name__}")
+    require_callable(attempt, "torch_gru_step(x, h, cell) -> h_new")
     generator = torch.Generator().manual_seed(718)
-    cell = nn.GRUCell(P, M).double()
+    with seeded(0):  # initial weights, replaced below: the caller's random numbers untouched
+        cell = nn.GRUCell(P, M).double()
     with torch.no_grad():
         for weight in cell.parameters():
             weight.copy_(torch.rand(weight.shape, generator=generator, dtype=torch.float64)
@@ -188,18 +186,16 @@ def check_pytorch_gru(attempt) -> None:
         with torch.no_grad():
             expected = cell(x, h)
             got = attempt(x, h, cell)
-            variants = _torch_gru_variants(cell, x, h)
-        assert _close(variants["right"], expected)  # the checker's own formula
+            right, mistakes = _torch_gru_variants(cell, x, h)
+        assert close(right, expected, **TOL)  # the checker's own formula
         what = f"h' at step {t + 1}"
         expect(isinstance(got, torch.Tensor),
                f"{what} should be a torch.Tensor, got {type(got).__name__}")
         expect(tuple(got.shape) == (B, M),
                f"{what} has shape {tuple(got.shape)}, expected (B, m~) = {(B, M)}")
-        if not _close(got, expected):
-            for slip, hint in HINTS.items():
-                if _close(got, variants[slip]):
-                    raise ExerciseError(f"{what} differs from torch.nn.GRUCell: {hint}")
-            expect_close(what, got, expected, atol=1e-9, rtol=1e-6)
+        if not close(got, expected, **TOL):
+            name_mistake(f"{what} differs from torch.nn.GRUCell", got, mistakes, **TOL)
+            expect_close(what, got, expected, **TOL)
         h = expected
     passed("one step of torch.nn.GRUCell from its weights: reset gate after the product, "
            "z = 1 - g_u, over three steps")

@@ -5,7 +5,7 @@ import math
 import torch
 
 from seqlib.decoding import filter_logits
-from seqlib.exercises import ExerciseError, expect, passed
+from seqlib.exercises.toolkit import ExerciseError, close, expect, passed, require_callable
 
 
 def _cases() -> list:
@@ -34,9 +34,7 @@ def check_top_p(attempt) -> None:
     until their total probability reaches top_p; so it always holds at least the most
     probable token, and the token that takes the total past top_p is kept. Compared with
     seqlib.decoding.filter_logits(logits, top_p=top_p)."""
-    if not callable(attempt):
-        raise TypeError(f"attempt must be a function (logits, top_p) -> logits, "
-                        f"got {type(attempt).__name__}")
+    require_callable(attempt, "top_p_filter(logits, top_p) -> logits")
     for description, logits, p in _cases():
         what = f"{description}, top_p = {p}"
         before = logits.clone()
@@ -61,21 +59,21 @@ def check_top_p(attempt) -> None:
             row = tuple(int(i) for i in (n != n_ref).nonzero()[0]) if (n != n_ref).any() \
                 else tuple(int(i) for i in (keep != keep_ref).any(-1).nonzero()[0])
             if bool((n < n_ref).any()) and not bool((n > n_ref).any()):
-                hint = (" (kept fewer tokens than the nucleus: keep the token that takes the "
-                        "running total past top_p as well; a row always keeps its top token)")
+                hint = (": kept fewer tokens than the nucleus: keep the token that takes the "
+                        "running total past top_p as well; a row always keeps its top token")
             elif bool((n > n_ref).any()) and not bool((n < n_ref).any()):
-                hint = (" (kept more tokens than the nucleus: stop at the first token with "
-                        "which the running total reaches top_p)")
+                hint = (": kept more tokens than the nucleus: stop at the first token with "
+                        "which the running total reaches top_p")
             elif torch.equal(n, n_ref):
-                hint = (" (the right number of tokens, but not the most probable ones: rank the "
-                        "tokens by probability, then set -inf at their original positions)")
+                hint = (": the right number of tokens, but not the most probable ones: rank the "
+                        "tokens by probability, then set -inf at their original positions")
             else:
                 hint = ""
             raise ExerciseError(
-                f"{what}: row {row} keeps {int(n[row])} token(s), expected {int(n_ref[row])}: "
+                f"{what}: row {row} keeps {int(n[row])} token(s), expected {int(n_ref[row])}, "
                 f"positions {keep[row].nonzero().flatten().tolist()} instead of "
                 f"{keep_ref[row].nonzero().flatten().tolist()}{hint}")
-        if not torch.allclose(got[keep], expected[keep_ref], rtol=0, atol=1e-12):
+        if not close(got[keep], expected[keep_ref], atol=1e-12, rtol=0):
             raise ExerciseError(f"{what}: the right tokens are kept, but their logits changed; "
                                 "return the kept logits unchanged (sampling renormalises them)")
         expect(bool((got[~keep] == -math.inf).all()),

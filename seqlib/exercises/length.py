@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from seqlib.exercises import ExerciseError, expect, passed
+from seqlib.exercises.toolkit import ExerciseError, expect, passed, require_callable, seeded
 from seqlib.experiments.length import greedy_reverse, reversal_batch
 from seqlib.lm import RecurrentLM
 
@@ -24,12 +24,11 @@ def check_stateful_reverse(reverse) -> None:
     """`reverse(model, x, symbols)`: the greedy answer (B, n) of a RecurrentLM `model` to
     the symbols x (B, n), as seqlib.experiments.length.greedy_reverse, but reading each token once:
     [x, SEP] in one call, then one call per answer token with the state carried, (7.2)."""
-    if not callable(reverse):
-        raise TypeError(f"reverse must be a function, got {type(reverse).__name__}")
+    require_callable(reverse, "reverse(model, x, symbols) -> answer", name="reverse")
     symbols = 5
     for n, seed in [(1, 0), (4, 1), (9, 2)]:
-        torch.manual_seed(seed)
-        model = RecurrentLM("lstm", symbols + 1, 8, 16).eval()
+        with seeded(seed):
+            model = RecurrentLM("lstm", symbols + 1, 8, 16).eval()
         x = reversal_batch(n, 6, symbols, torch.Generator().manual_seed(seed))[:, :n]
         expected = greedy_reverse(model, x, symbols)
         reading = _Reading(model)

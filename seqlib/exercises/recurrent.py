@@ -18,21 +18,20 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib import bptt
-from seqlib.exercises import ExerciseError, expect, expect_close, passed
+from seqlib.exercises.toolkit import (
+    ExerciseError,
+    close,
+    expect,
+    expect_close,
+    name_mistake,
+    passed,
+    require_callable,
+    seeded,
+)
 from seqlib.rnn import RNN
 
-
-def _require_callable(attempt, checker: str, signature: str) -> None:
-    if not callable(attempt):
-        raise TypeError(f"{checker} expects your function {signature}, got "
-                        f"{type(attempt).__name__}")
-
-
-def _close(got, expected: torch.Tensor, atol: float = 1e-8) -> bool:
-    """Whether `got` is a tensor of `expected`'s shape and values (float64 round-off)."""
-    return (isinstance(got, torch.Tensor) and got.shape == expected.shape
-            and torch.allclose(got.detach().double(), expected.detach().double(), rtol=1e-6,
-                               atol=atol))
+TOL = dict(atol=1e-8, rtol=1e-6)  # float64 states and losses: round-off only
+GRADIENTS = dict(atol=1e-10, rtol=1e-6)  # gradients, smaller than the states
 
 
 # The basic RNN (7.2) from torch.nn.RNN's weights
@@ -53,9 +52,8 @@ def check_rnn_forward(attempt: Callable) -> None:
     the weights of the torch.nn.RNN `rnn` (one layer, batch_first=True) on x (B, T, p), from
     h^<0> = 0; H (B, T, m) holds h^<1>, ..., h^<T> and h_T (B, m) is the last state.
     Compared with what `rnn(x)` itself returns."""
-    _require_callable(attempt, "check_rnn_forward", "rnn_forward(rnn, x)")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(7)
+    require_callable(attempt, "rnn_forward(rnn, x) -> (H, h_T)")
+    with seeded(7):
         modules = [nn.RNN(3, 5, batch_first=True).double(),
                    nn.RNN(4, 3, nonlinearity="relu", batch_first=True).double()]
     g = torch.Generator().manual_seed(7)
@@ -69,26 +67,26 @@ def check_rnn_forward(attempt: Callable) -> None:
         expect(isinstance(result, tuple) and len(result) == 2,
                f"rnn_forward should return a tuple (H, h_T), got {type(result).__name__}")
         H, h_T = result
-        if not _close(H, H_ref):
+        if not close(H, H_ref, **TOL):
             W_hh, W_hx = rnn.weight_hh_l0.detach(), rnn.weight_ih_l0.detach()
             b_ih, b_hh = rnn.bias_ih_l0.detach(), rnn.bias_hh_l0.detach()
             S_h = torch.tanh if rnn.nonlinearity == "tanh" else torch.relu
-            mistakes = {
-                "it uses bias_ih alone: PyTorch keeps two bias vectors, and the chapter's "
-                "b_h is their sum, bias_ih_l0 + bias_hh_l0": dict(b_h=b_ih),
-                "it uses bias_hh alone: the chapter's b_h is bias_ih_l0 + bias_hh_l0":
-                    dict(b_h=b_hh),
-                "the recurrent matrix looks transposed: for states stored as rows (B, m), "
-                "W_hh h^<t-1> is h @ W_hh.T with W_hh = weight_hh_l0": dict(W_hh=W_hh.T),
-                "every step looks like it starts again from h = 0: carry h^<t-1> from one "
-                "step to the next": dict(carry=False),
-                "S_h looks like tanh, but this module's nonlinearity is ReLU: follow "
-                "rnn.nonlinearity": dict(S_h=torch.tanh),
-            }
+            mistakes = [
+                (dict(b_h=b_ih), "it uses bias_ih alone: PyTorch keeps two bias vectors, and "
+                 "the chapter's b_h is their sum, bias_ih_l0 + bias_hh_l0"),
+                (dict(b_h=b_hh), "it uses bias_hh alone: the chapter's b_h is bias_ih_l0 + "
+                 "bias_hh_l0"),
+                (dict(W_hh=W_hh.T), "the recurrent matrix looks transposed: for states stored "
+                 "as rows (B, m), W_hh h^<t-1> is h @ W_hh.T with W_hh = weight_hh_l0"),
+                (dict(carry=False), "every step looks like it starts again from h = 0: carry "
+                 "h^<t-1> from one step to the next"),
+                (dict(S_h=torch.tanh), "S_h looks like tanh, but this module's nonlinearity is "
+                 "ReLU: follow rnn.nonlinearity"),
+            ]
             base = dict(W_hh=W_hh, W_hx=W_hx, b_h=b_ih + b_hh, S_h=S_h)
-            for say, change in mistakes.items():
-                if _close(H, _elman(x, **{**base, **change})):
-                    raise ExerciseError(f"H differs from torch.nn.RNN's output {where}: {say}")
+            name_mistake(f"H differs from torch.nn.RNN's output {where}", H,
+                         ((_elman(x, **{**base, **change}), say) for change, say in mistakes),
+                         **TOL)
             expect_close(f"H {where}", H, H_ref)
         expect_close(f"h_T {where} (the last state, (B, m))", h_T, h_n[0])
     passed("rnn_forward gives torch.nn.RNN's states and last state, for tanh and ReLU")
@@ -102,7 +100,7 @@ def check_sequence_loss(attempt: Callable) -> None:
     (each sequence's real steps come first). C is the scalar loss (7.4) with C_t of (7.5),
     each sequence averaged over its own T_b real steps, then averaged over the batch.
     Compared in value and in gradient with seqlib.bptt.sequence_loss."""
-    _require_callable(attempt, "check_sequence_loss", "sequence_loss(logits, targets, mask)")
+    require_callable(attempt, "sequence_loss(logits, targets, mask) -> C")
     g = torch.Generator().manual_seed(5)
     B, T, q = 3, 5, 4
     for lengths in ([5, 5, 5], [5, 2, 4]):
@@ -118,31 +116,27 @@ def check_sequence_loss(attempt: Callable) -> None:
                f"got {type(got).__name__}")
         expect(got.dim() == 0, f"sequence_loss should return a scalar, got shape "
                                f"{tuple(got.shape)} {where}")
-        if not _close(got, expected):
+        if not close(got, expected, **TOL):
             C_t = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (B, T)
             real = mask.double()
             picked = -logits.gather(-1, targets[..., None])[..., 0]  # (B, T): -logit, no log
-            mistakes = {
-                "the logits are scores before the softmax S_y: C_t of (7.5) is "
-                "-log y_hat_k with y_hat = softmax(logits), for instance -log_softmax":
-                    ((picked * real).sum(1) / real.sum(1)).mean(),
-                "it is the mean over all the real steps of the batch, so a long sequence "
-                "weighs more than a short one (the weighting the translation pages choose, "
-                "which is not (7.4)); (7.4) first averages each sequence over its own T_b "
-                "steps, then the B sequences": C_t[mask].mean(),
-                "the padded steps are counted: leave them out with the mask":
-                    C_t.mean(),
-                "each sequence is divided by the padded length T; divide by its own number "
-                "of real steps T_b": ((C_t * real).sum(1) / T).mean(),
-                "it is the sum over the batch; (7.4) for a batch is the mean over the B "
-                "sequences": ((C_t * real).sum(1) / real.sum(1)).sum(),
-            }
-            for say, value in mistakes.items():
-                if _close(got, value):
-                    raise ExerciseError(f"the loss is {got.item():.6f} {where}, expected "
-                                        f"{expected.item():.6f}: {say}")
-            raise ExerciseError(f"the loss is {got.item():.6f} {where}, expected "
-                                f"{expected.item():.6f}")
+            mistakes = [
+                (((picked * real).sum(1) / real.sum(1)).mean(), "the logits are scores before "
+                 "the softmax S_y: C_t of (7.5) is -log y_hat_k with y_hat = softmax(logits), "
+                 "for instance -log_softmax"),
+                (C_t[mask].mean(), "it is the mean over all the real steps of the batch, so a "
+                 "long sequence weighs more than a short one (the weighting the translation "
+                 "pages choose, which is not (7.4)); (7.4) first averages each sequence over "
+                 "its own T_b steps, then the B sequences"),
+                (C_t.mean(), "the padded steps are counted: leave them out with the mask"),
+                (((C_t * real).sum(1) / T).mean(), "each sequence is divided by the padded "
+                 "length T; divide by its own number of real steps T_b"),
+                (((C_t * real).sum(1) / real.sum(1)).sum(), "it is the sum over the batch; "
+                 "(7.4) for a batch is the mean over the B sequences"),
+            ]
+            what = f"the loss is {got.item():.6f} {where}, expected {expected.item():.6f}"
+            name_mistake(what, got, mistakes, **TOL)
+            raise ExerciseError(what)
         expect(got.requires_grad, "the loss does not depend on the logits through autograd: "
                                   "compute it with torch operations (no .item(), no numpy)")
         (grad,) = torch.autograd.grad(got, logits)
@@ -191,9 +185,8 @@ def check_truncated_bptt(attempt: Callable) -> None:
     steps' terms of the loss (7.4), each C_t weighing 1/T, are backpropagated before the
     next chunk. `grads` maps every name of rnn.named_parameters() to the gradient summed over
     the chunks. Compared with seqlib.bptt.bptt(rnn, x, targets, truncate=k)."""
-    _require_callable(attempt, "check_truncated_bptt", "truncated_bptt(rnn, x, targets, k)")
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(3)
+    require_callable(attempt, "truncated_bptt(rnn, x, targets, k) -> grads")
+    with seeded(3):
         rnn = RNN(3, 4, 2).double()
     g = torch.Generator().manual_seed(3)
     x = torch.randn(2, 11, 3, generator=g, dtype=torch.float64)  # (B, T, p), T = 11
@@ -211,28 +204,28 @@ def check_truncated_bptt(attempt: Callable) -> None:
                                              f"rnn.named_parameters(), {names}; got {sorted(got)}")
         expect(all(torch.equal(p.detach(), before[n]) for n, p in rnn.named_parameters()),
                "the parameters of rnn changed: compute the gradients only (no optimizer step)")
-        if all(_close(got[n], expected[n], atol=1e-10) for n in names):
+        if all(close(got[n], expected[n], **GRADIENTS) for n in names):
             again = attempt(rnn, x, targets, k)
-            expect(isinstance(again, dict) and all(_close(again.get(n), expected[n],
-                                                          atol=1e-10) for n in names),
+            expect(isinstance(again, dict) and all(close(again.get(n), expected[n],
+                                                         **GRADIENTS) for n in names),
                    f"a second call {where} returned other gradients: start every call from "
                    "zero gradients (rnn.zero_grad(), or autograd.grad instead of backward)")
             continue
-        mistakes = {
-            "they are the gradients of full BPTT: detach the state at every chunk boundary "
-            "(h = h.detach()), so no gradient flows into the previous chunk":
-                dict(carry="keep"),
-            "every chunk looks like it starts again from a zero state: carry the last state "
-            "of a chunk into the next one, detached": dict(carry="reset"),
-            "each chunk's steps look averaged over the chunk; in (7.4) every C_t weighs 1/T "
-            "of the whole sequence, so weigh the chunk's mean by len(chunk) / T":
-                dict(weight="chunk"),
-        }
-        for say, options in mistakes.items():
-            variant = _chunked_grads(rnn, x, targets, k, **options)
-            if all(_close(got[n], variant[n], atol=1e-10) for n in names):
-                raise ExerciseError(f"the gradients {where} are not those of truncated BPTT: "
-                                    f"{say}")
+        mistakes = [
+            (dict(carry="keep"), "they are the gradients of full BPTT: detach the state at "
+             "every chunk boundary (h = h.detach()), so no gradient flows into the previous "
+             "chunk"),
+            (dict(carry="reset"), "every chunk looks like it starts again from a zero state: "
+             "carry the last state of a chunk into the next one, detached"),
+            (dict(weight="chunk"), "each chunk's steps look averaged over the chunk; in (7.4) "
+             "every C_t weighs 1/T of the whole sequence, so weigh the chunk's mean by "
+             "len(chunk) / T"),
+        ]
+        name_mistake(f"the gradients {where} are not those of truncated BPTT", got,
+                     ((_chunked_grads(rnn, x, targets, k, **options), say)
+                      for options, say in mistakes),
+                     same=lambda got, wrong: all(close(got[n], wrong[n], **GRADIENTS)
+                                                 for n in names))
         for n in names:
             expect_close(f"the gradient of {n} {where}", got[n], expected[n], atol=1e-10)
     passed("truncated_bptt gives seqlib.bptt.bptt's gradients for k = 4, 1 and 11 (T = 11)")

@@ -13,20 +13,20 @@ seqlib.text.pad_batch makes them.
 
 import torch
 
-from seqlib.exercises import expect, expect_close, passed
+from seqlib.exercises.toolkit import (
+    close,
+    expect,
+    expect_close,
+    name_mistake,
+    passed,
+    require_callable,
+    seeded,
+)
 from seqlib.gated import GRU, LSTM
 from seqlib.text import reverse_padded
 
 LENGTHS = (7, 4, 1, 5)  # T_i of the checkers' sentences: one full row, one of one token
-
-
-def _callable(attempt, what: str) -> None:
-    if not callable(attempt):
-        raise TypeError(f"attempt must be a function {what}, got {type(attempt).__name__}")
-
-
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), atol=1e-8))
+TOL = dict(atol=1e-8, rtol=1e-5)  # float64 vectors: round-off only
 
 
 def _padded_batch(features: int, T: int, generator: torch.Generator):
@@ -47,7 +47,7 @@ def check_masked_mean(attempt) -> None:
     bool mask (B, T) (True at real tokens), the mean of each row's vectors over its real
     tokens only, (1 / T_i) sum_{t <= T_i} z^<t>, whatever the padding holds and however far
     the batch is padded."""
-    _callable(attempt, "(z, mask) -> (B, d)")
+    require_callable(attempt, "masked_mean(z, mask) -> (B, d)")
     for T in (7, 10):  # the same sentences, padded to two lengths
         generator = torch.Generator().manual_seed(0)
         z, mask, lengths = _padded_batch(3, T, generator)
@@ -61,25 +61,25 @@ def check_masked_mean(attempt) -> None:
         expect(tuple(got.shape) == tuple(expected.shape),
                f"got shape {tuple(got.shape)} for z of shape {tuple(z.shape)}, expected "
                f"{tuple(expected.shape)}: one vector per sentence")
-        if not _close(got, expected):
-            expect(not _close(got, z.mean(1)), "you averaged over every position, padding "
-                   "included: leave the padded positions out of the sum and divide by each "
-                   "sentence's own number of tokens T_i")
-            expect(not _close(got, (z * mask[..., None]).sum(1) / T),
-                   f"the padding is left out of the sum, but you divided by T = {T}, the "
-                   "padded length; divide by each sentence's own number of tokens T_i "
-                   "(mask.sum(1))")
-            expect(not _close(got, z.sum(1) / lengths[:, None]),
-                   "you divided by T_i, but the padded positions' vectors entered the sum: "
-                   "zero them first (multiply z by the mask)")
-            expect_close(f"the masked mean (z padded to T = {T})", got, expected, atol=1e-8)
+        what = f"the masked mean (z padded to T = {T})"
+        if not close(got, expected, **TOL):
+            name_mistake(what, got, [
+                (z.mean(1), "you averaged over every position, padding included: leave the "
+                 "padded positions out of the sum and divide by each sentence's own number of "
+                 "tokens T_i"),
+                ((z * mask[..., None]).sum(1) / T, f"the padding is left out of the sum, but "
+                 f"you divided by T = {T}, the padded length; divide by each sentence's own "
+                 "number of tokens T_i (mask.sum(1))"),
+                (z.sum(1) / lengths[:, None], "you divided by T_i, but the padded positions' "
+                 "vectors entered the sum: zero them first (multiply z by the mask)"),
+            ], **TOL)
+            expect_close(what, got, expected, atol=1e-8)
     passed("the mean over each sentence's real tokens, unchanged by junk in the padding and "
            "by padding the batch further")
 
 
 def _units(p: int, m: int):
-    with torch.random.fork_rng():  # seeded weights, the caller's random state untouched
-        torch.manual_seed(0)
+    with seeded(0):  # seeded weights, the caller's random state untouched
         return [(LSTM(p, m).double(), LSTM(p, m).double(), "LSTM"),
                 (GRU(p, m).double(), GRU(p, m).double(), "GRU")]
 
@@ -91,7 +91,8 @@ def check_bidirectional_ends(attempt) -> None:
     vector [h_f^<T_i>; h_r^<1>] of (7.14): the forward unit's state after reading sentence
     i's T_i words in order, then the reverse unit's state after reading them from the last
     word back to the first. Neither may see the padding."""
-    _callable(attempt, "(forward_unit, reverse_unit, x, mask) -> (B, 2 m~)")
+    require_callable(attempt, "bidirectional_ends(forward_unit, reverse_unit, x, mask) -> "
+                     "(B, 2 m~)")
     p, m = 3, 4
     for forward_unit, reverse_unit, name in _units(p, m):
         for T in (7, 10):  # the same sentences, padded to two lengths
@@ -110,25 +111,26 @@ def check_bidirectional_ends(attempt) -> None:
                    f"{what}: got shape {tuple(got.shape)}, expected {(len(lengths), 2 * m)}: "
                    "[h_f^<T_i>; h_r^<1>] for each sentence")
             got = got.detach().double()
-            if _close(got, torch.cat([h_f, h_r], dim=-1)):
+            if close(got, torch.cat([h_f, h_r], dim=-1), **TOL):
                 continue
-            expect(not _close(got, torch.cat([h_r, h_f], dim=-1)),
-                   f"{what}: the two halves are swapped: the forward state comes first, "
-                   "[h_f^<T_i>; h_r^<1>]")
+            name_mistake(what, got, [(torch.cat([h_r, h_f], dim=-1), "the two halves are "
+                                      "swapped: the forward state comes first, "
+                                      "[h_f^<T_i>; h_r^<1>]")], **TOL)
             got_f, got_r = got[:, :m], got[:, m:]
-            if not _close(got_f, h_f):
-                expect(not _close(got_f, H_f[:, -1]),
-                       f"{what}: h_f was read at the last column, after the padding: read the "
-                       "forward outputs at each sentence's own last token, step T_i")
+            if not close(got_f, h_f, **TOL):
+                name_mistake(what, got_f, [(H_f[:, -1], "h_f was read at the last column, "
+                                            "after the padding: read the forward outputs at "
+                                            "each sentence's own last token, step T_i")], **TOL)
                 expect_close(f"{what}: the forward half, h_f^<T_i>", got_f, h_f, atol=1e-8)
             with torch.no_grad():
                 flipped = reverse_unit(x.flip(1))[0]  # the padding read first
-            expect(not (_close(got_r, flipped[:, -1]) or _close(got_r, flipped[last])),
-                   f"{what}: the reverse unit read the padding before the words (x.flip(1) "
-                   "reverses the padding too): reverse only the first T_i steps of each row")
-            expect(not _close(got_r, H_r[:, 0]),
-                   f"{what}: that is h_r^<T_i>, the reverse state after one word; h_r^<1> "
-                   "is the reverse unit's output after it has read all T_i words")
+            read_padding = ("the reverse unit read the padding before the words (x.flip(1) "
+                            "reverses the padding too): reverse only the first T_i steps of "
+                            "each row")
+            name_mistake(what, got_r, [
+                (flipped[:, -1], read_padding), (flipped[last], read_padding),
+                (H_r[:, 0], "that is h_r^<T_i>, the reverse state after one word; h_r^<1> is "
+                 "the reverse unit's output after it has read all T_i words")], **TOL)
             expect_close(f"{what}: the reverse half, h_r^<1>", got_r, h_r, atol=1e-8)
     passed("[h_f^<T_i>; h_r^<1>] of (7.14) for LSTM and GRU units, each direction reading "
            "only its sentence's words, the same for two paddings of the batch")

@@ -3,7 +3,7 @@
 from collections import Counter
 from itertools import pairwise
 
-from seqlib.exercises import ExerciseError, expect, passed
+from seqlib.exercises.toolkit import ExerciseError, expect, passed, require_callable
 from seqlib.experiments.bpe import BPE, learn_merges, merge_pair
 
 # Small corpora that tell learners' mistakes apart: the course's example (ties at the first
@@ -16,15 +16,10 @@ CORPORA = [
 WORDS = ["lowest", "newer", "widow", "aaaaa", "abab", "hugging", "bugging", "unbug", "x"]
 
 
-def _check_callable(name: str, attempt) -> None:
-    if not callable(attempt):
-        raise TypeError(f"{name} must be a function, got {type(attempt).__name__}")
-
-
 def check_bpe_encoder(encode_word) -> None:
     """`encode_word(merges, word)`: the symbols of `word` (a str, no end-of-word marker)
     after applying `merges` (a list of pairs, in the order learned) by rank."""
-    _check_callable("encode_word", encode_word)
+    require_callable(encode_word, "encode_word(merges, word) -> symbols", name="encode_word")
     for corpus in CORPORA:
         merges = learn_merges(corpus, 8, end_of_word=None)
         reference = BPE(merges, end_of_word=None)
@@ -49,7 +44,7 @@ def check_bpe_learner(learn) -> None:
     without an end-of-word marker. The checker replays the merges: each must be a most
     frequent pair (each word weighted by its count) of the words as the merges before it
     left them. Ties may go either way (seqlib.experiments.bpe gives them to the pair seen first)."""
-    _check_callable("learn", learn)
+    require_callable(learn, "learn(word_counts, n) -> merges", name="learn")
     for corpus in CORPORA:
         for n in (1, 3, 6):
             got = learn(Counter(corpus), n)

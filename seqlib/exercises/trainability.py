@@ -3,7 +3,7 @@
 import torch
 import torch.nn.functional as F
 
-from seqlib.exercises import expect, expect_close, passed, run_attempt
+from seqlib.exercises.toolkit import expect, expect_close, passed, require_callable, run_attempt
 
 
 def _reference(x: torch.Tensor, mask: torch.Tensor, eps: float) -> torch.Tensor:
@@ -18,8 +18,8 @@ def check_masked_batch_norm(masked_batch_norm) -> None:
     """`masked_batch_norm(x (B, T, p), mask (B, T), eps)` -> (B, T, p): batch normalisation
     whose statistics come from the real tokens alone (mask True), zeros at the padding, so
     that a sentence's output does not depend on how much padding its batch holds."""
-    expect(callable(masked_batch_norm), f"masked_batch_norm must be a function, got "
-           f"{type(masked_batch_norm).__name__}")
+    require_callable(masked_batch_norm, "masked_batch_norm(x, mask, eps) -> (B, T, p)",
+                     name="masked_batch_norm")
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(3, 6, 4, generator=gen) * 2 + 1  # (B, T, p)
     lengths = torch.tensor([6, 2, 4])

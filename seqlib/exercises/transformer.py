@@ -5,22 +5,19 @@ step by step."""
 import torch
 from torch import nn
 
-from seqlib.exercises import ExerciseError, expect, expect_close, passed
+from seqlib.exercises.toolkit import (
+    ExerciseError,
+    close,
+    expect,
+    expect_close,
+    name_mistake,
+    passed,
+    require_callable,
+    seeded,
+)
 from seqlib.transformer import TransformerBlock
 
-
-def _callable(name: str, attempt) -> None:
-    if not callable(attempt):
-        raise TypeError(f"{name} must be callable, got {type(attempt).__name__}")
-
-
-def _largest_difference(got: torch.Tensor, expected: torch.Tensor) -> float:
-    return (got.detach().double() - expected.detach().double()).abs().max().item()
-
-
-def _matches(got, expected: torch.Tensor, tol: float = 1e-5) -> bool:
-    return (isinstance(got, torch.Tensor) and got.shape == expected.shape
-            and _largest_difference(got, expected) <= tol)
+SLIPS = dict(atol=1e-5, rtol=0)  # how close an output must be to a typical slip's to name it
 
 
 def check_rms_norm(RMSNorm) -> None:
@@ -28,7 +25,7 @@ def check_rms_norm(RMSNorm) -> None:
     at the start) whose forward maps z (..., p) to gamma * z / sqrt(mean_i z_i^2 + eps),
     the mean taken over the last dimension. Compared with torch.nn.RMSNorm(p, eps=1e-5),
     outputs and gradients."""
-    _callable("RMSNorm", RMSNorm)
+    require_callable(RMSNorm, "RMSNorm(p, eps=1e-5) -> nn.Module", name="RMSNorm")
     p = 8
     norm = RMSNorm(p)
     expect(isinstance(norm, nn.Module),
@@ -53,8 +50,8 @@ def check_rms_norm(RMSNorm) -> None:
     small = 1e-3 * torch.randn(4, p, generator=gen)  # (N, p): sizes where eps matters
     for name, x in [("z of shape (2, 5, 8)", z), ("a small z of shape (4, 8)", small)]:
         got, expected = norm(x), reference(x)
-        if not _matches(got, expected):
-            _diagnose_rms(got, x, gamma.detach(), expected, name)
+        if not close(got, expected, **SLIPS):
+            name_mistake(f"RMSNorm({name})", got, _rms_slips(x, gamma.detach()), **SLIPS)
         expect_close(f"RMSNorm({name})", got, expected)
 
     z_attempt = z.clone().requires_grad_()
@@ -73,13 +70,12 @@ def check_rms_norm(RMSNorm) -> None:
            "inputs, gradients with respect to z and gamma; p parameters")
 
 
-def _diagnose_rms(got, z: torch.Tensor, gamma: torch.Tensor, expected: torch.Tensor,
-                  name: str) -> None:
-    """Raise an ExerciseError naming the slip when `got` matches a typical wrong form."""
+def _rms_slips(z: torch.Tensor, gamma: torch.Tensor) -> list:
+    """(output, message) for typical wrong forms of RMS normalisation."""
     eps = 1e-5
     mean_square = z.pow(2).mean(-1, keepdim=True)
     centred = z - z.mean(-1, keepdim=True)
-    slips = [
+    return [
         (gamma * centred / torch.sqrt(centred.pow(2).mean(-1, keepdim=True) + eps),
          "you subtracted the mean mu_z: that is LayerNorm (7.31); RMS normalisation divides "
          "z itself by the root of the mean of its squares"),
@@ -93,14 +89,12 @@ def _diagnose_rms(got, z: torch.Tensor, gamma: torch.Tensor, expected: torch.Ten
          "you averaged over the wrong dimension: the mean is over the p features of each "
          "vector, the last dimension"),
     ]
-    for value, message in slips:
-        if _matches(got, value):
-            raise ExerciseError(f"RMSNorm({name}): {message}")
 
 
 def _post_norm_twin(block: TransformerBlock) -> TransformerBlock:
-    twin = TransformerBlock(block.attention.p, block.attention.heads, block.attention.m,
-                            block.attention.m_v, block.feed_forward.linear1.out_features)
+    with seeded(0):  # initial weights, replaced below: the caller's random numbers untouched
+        twin = TransformerBlock(block.attention.p, block.attention.heads, block.attention.m,
+                                block.attention.m_v, block.feed_forward.linear1.out_features)
     twin.load_state_dict(block.state_dict())
     return twin
 
@@ -110,10 +104,11 @@ def check_pre_norm_block(pre_norm_block) -> None:
     out from the parts of `block` (a TransformerBlock with norm_first=True):
     u = a_in + MultiHead(LayerNorm(a_in; gamma, beta)), then
     a_out = u + FeedForward(LayerNorm(u; gamma~, beta~)), on (B, T, p) tensors."""
-    _callable("pre_norm_block", pre_norm_block)
+    require_callable(pre_norm_block, "pre_norm_block(block, a_in) -> a_out",
+                     name="pre_norm_block")
     gen = torch.Generator().manual_seed(0)
-    torch.manual_seed(0)
-    block = TransformerBlock(16, 4, n1=32, norm_first=True)
+    with seeded(0):  # the same block on every call, the caller's random numbers untouched
+        block = TransformerBlock(16, 4, n1=32, norm_first=True)
     with torch.no_grad():  # gammas and betas away from 1 and 0, so that each one shows
         for norm in (block.norm1, block.norm2):
             norm.gamma.copy_(1 + 0.5 * torch.randn(16, generator=gen))
@@ -136,10 +131,8 @@ def check_pre_norm_block(pre_norm_block) -> None:
     expect(tuple(got.shape) == tuple(expected.shape),
            f"pre_norm_block returned shape {tuple(got.shape)}, expected (B, T, p) = "
            f"{tuple(expected.shape)}")
-    if not _matches(got, expected):
-        for value, message in slips:
-            if _matches(got, value):
-                raise ExerciseError(message)
+    if not close(got, expected, **SLIPS):
+        name_mistake("a_out", got, slips, **SLIPS)
     expect_close("a_out", got, expected)
     passed("pre_norm_block equals TransformerBlock(norm_first=True): a_in + MultiHead("
            "LayerNorm(a_in)), then u + FeedForward(LayerNorm(u))")

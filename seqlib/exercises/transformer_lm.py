@@ -4,7 +4,14 @@ the most probable one's."""
 
 import torch
 
-from seqlib.exercises import ExerciseError, expect, expect_close, passed
+from seqlib.exercises.toolkit import (
+    ExerciseError,
+    expect,
+    expect_close,
+    name_mistake,
+    passed,
+    require_callable,
+)
 
 
 def _reference(logits: torch.Tensor, p_min: float) -> torch.Tensor:
@@ -51,8 +58,7 @@ def check_min_p_filter(min_p_filter) -> None:
     tokens with probability below p_min times the largest probability set to -inf, the
     others unchanged (or shifted by one constant per row: the softmax is the same). The
     input must be left unchanged."""
-    if not callable(min_p_filter):
-        raise TypeError(f"min_p_filter must be callable, got {type(min_p_filter).__name__}")
+    require_callable(min_p_filter, "min_p_filter(logits, p_min) -> logits", name="min_p_filter")
     for name, logits, p_min in _cases():
         original = logits.clone()
         got = min_p_filter(logits, p_min)
@@ -66,9 +72,9 @@ def check_min_p_filter(min_p_filter) -> None:
         expected = _reference(logits, p_min)
         removed, expected_removed = torch.isneginf(got), torch.isneginf(expected)
         if not torch.equal(removed, expected_removed):
-            for value, message in _slips(logits, p_min):
-                if torch.equal(removed, torch.isneginf(value)):
-                    raise ExerciseError(f"{name}: {message}")
+            name_mistake(name, removed, ((torch.isneginf(value), message)
+                                         for value, message in _slips(logits, p_min)),
+                         same=torch.equal)
             kept, kept_expected = (~removed).sum().item(), (~expected_removed).sum().item()
             raise ExerciseError(f"{name}: the tokens set to -inf are not the right ones: "
                                 f"{kept} kept in all, expected {kept_expected}")

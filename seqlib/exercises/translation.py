@@ -4,18 +4,27 @@ the log-probability of a whole translation, from one teacher-forced pass."""
 import torch
 import torch.nn.functional as F
 
-from seqlib.exercises import ExerciseError, expect, expect_close, passed
+from seqlib.exercises.toolkit import (
+    close,
+    expect,
+    expect_close,
+    name_mistake,
+    passed,
+    require_callable,
+    seeded,
+)
 from seqlib.text import pad_batch
 from seqlib.transformer import Transformer
 
 START, STOP = 2, 3  # the ids of <start> and <stop> (seqlib.text.SPECIALS)
+SLIPS = dict(atol=1e-4, rtol=0)  # how close to a typical slip's values to name it
 
 
 def _model_and_batch():
     """A small seeded Transformer in evaluation mode and a padded batch: src, src_mask (B, S)
     and tgt (B, T), each row of tgt real tokens ending with <stop>, then <empty> (0)."""
-    torch.manual_seed(0)
-    model = Transformer(11, 13, p=16, heads=2, n1=32, num_layers=1).eval()
+    with seeded(0):
+        model = Transformer(11, 13, p=16, heads=2, n1=32, num_layers=1).eval()
     gen = torch.Generator().manual_seed(0)
     sources = [torch.randint(4, 11, (n,), generator=gen).tolist() for n in (5, 3, 4)]
     targets = [torch.randint(4, 13, (n,), generator=gen).tolist() + [STOP] for n in (4, 2, 6)]
@@ -71,9 +80,8 @@ def check_sequence_log_prob(sequence_log_prob) -> None:
     log-probability log P(y | x) = sum_t log p(y^<t> | y^<1>, ..., y^<t-1>, x) of each row
     of tgt (B, T) (real tokens ending with <stop>, then <empty> padding, id 0) under a
     seqlib Transformer, from one teacher-forced pass; compared with (7.34) step by step."""
-    if not callable(sequence_log_prob):
-        raise TypeError(f"sequence_log_prob must be callable, got "
-                        f"{type(sequence_log_prob).__name__}")
+    require_callable(sequence_log_prob, "sequence_log_prob(model, src, src_mask, tgt, "
+                     "start_id) -> (B,)", name="sequence_log_prob")
     model, src, src_mask, tgt = _model_and_batch()
     expected = _step_by_step(model, src, src_mask, tgt)
     got = sequence_log_prob(model, src.clone(), src_mask.clone(), tgt.clone(), START)
@@ -83,11 +91,8 @@ def check_sequence_log_prob(sequence_log_prob) -> None:
            f"sequence_log_prob returned shape {tuple(got.shape)}, expected (B,) = "
            f"({len(tgt)},): one log-probability per sentence")
     got = got.detach().double()
-    close = (got - expected).abs().max().item() <= 1e-4
-    if not close:
-        for value, message in _slips(model, src, src_mask, tgt):
-            if (got - value).abs().max().item() <= 1e-4:
-                raise ExerciseError(message)
+    if not close(got, expected, **SLIPS):
+        name_mistake("the log-probabilities", got, _slips(model, src, src_mask, tgt), **SLIPS)
     expect_close("the log-probabilities", got, expected, atol=1e-4, rtol=1e-5)
     passed("sequence_log_prob equals the sum of log p(y^<t> | y^<1..t-1>, x) of (7.34) "
            "decoded step by step, for 3 padded sentences of different lengths")

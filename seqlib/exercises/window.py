@@ -2,7 +2,9 @@
 
 import torch
 
-from seqlib.exercises import ExerciseError, expect_close, passed
+from seqlib.exercises.toolkit import ExerciseError, close, expect_close, passed, require_callable
+
+TOL = dict(atol=1e-8, rtol=1e-5)  # float64 windows (torch.allclose's defaults)
 
 
 def _reference(x: torch.Tensor, k: int) -> torch.Tensor:
@@ -14,20 +16,19 @@ def _reference(x: torch.Tensor, k: int) -> torch.Tensor:
 def check_window_features(window_features) -> None:
     """`window_features(x, k)`: for embeddings x (B, T, E), the windows e^<t> = [x^<t-k+1>;
     ...; x^<t>] (B, T, k E), oldest first, with zero vectors before the first step."""
-    if not callable(window_features):
-        raise TypeError(f"window_features must be a function, got "
-                        f"{type(window_features).__name__}")
+    require_callable(window_features, "window_features(x, k) -> (B, T, k E)",
+                     name="window_features")
     gen = torch.Generator().manual_seed(0)
     for B, T, E, k in [(1, 1, 2, 1), (2, 5, 3, 2), (3, 4, 2, 6)]:
         x = torch.randn(B, T, E, generator=gen, dtype=torch.float64)
         got, expected = window_features(x, k), _reference(x, k)
-        if (isinstance(got, torch.Tensor) and got.shape == expected.shape and k > 1
-                and not torch.allclose(got.double(), expected)):
+        if (k > 1 and isinstance(got, torch.Tensor) and got.shape == expected.shape
+                and not close(got, expected, **TOL)):
             newest_first = torch.cat(expected.split(E, dim=-1)[::-1], dim=-1)
-            if torch.allclose(got.double(), newest_first):
+            if close(got, newest_first, **TOL):
                 raise ExerciseError(f"for k = {k} the window is newest first: put "
                                     f"x^<t-k+1> first and x^<t> last")
-            if torch.allclose(got[:, k - 1:].double(), expected[:, k - 1:]):
+            if close(got[:, k - 1:], expected[:, k - 1:], **TOL):
                 raise ExerciseError(f"for k = {k} the full windows are right but the first "
                                     f"{k - 1} are not: before the first step the window "
                                     f"holds zero vectors")

@@ -13,7 +13,7 @@ of seqlib itself, which never import this package.
   and 12 and their configurations, which pages 19-21 reuse), `streams` (language modelling
   on one long text), `datasets` (the data sets of the pages beyond the chapter),
   `classify` (sequence classifiers, pages 14 and 22), `ngrams` (NBSVM), `bpe` (byte-pair
-  encoding), `digits` (MNIST strips) and `calibration`.
+  encoding), `digits` (MNIST strips), `calibration` and `word2vec` (its training's draws).
 - `run`: the command line of the full-profile runs, on one GPU or several
   (`python -m seqlib.experiments.run`).
 """
