@@ -1,5 +1,6 @@
 """Every page opens with the box of book/headers.py: the chapter's section with links to
-the equations and figures whose home it is, what the page needs, its measured time and its reading time."""
+the equations and figures whose home it is, what the page needs, its measured time and its
+reading time."""
 
 import importlib.util
 import json
