@@ -152,6 +152,14 @@ async () => {
                   .map((e) => e.getAttribute("data-mjx-error") || e.textContent);
   }
   await document.fonts.ready;
+  // The blocks that end a page of the book end its last sheet: a margin below them would
+  // spill onto a blank sheet of its own before the next page's forced break.
+  for (const start of document.querySelectorAll('span[id^="document-"]')) {
+    for (let el = start.previousElementSibling; el; el = el.lastElementChild) {
+      el.style.setProperty("margin-bottom", "0", "important");
+      el.style.setProperty("padding-bottom", "0", "important");
+    }
+  }
   // A cell or output shorter than a third of a sheet is kept whole; a longer one breaks
   // across sheets rather than leave most of a sheet blank.
   const blocks = "main .cell_input, main .cell_output > div, main details, main .admonition";
