@@ -14,6 +14,14 @@ def positive_int(name: str, value) -> int:
     return value
 
 
+def check_warmup(warmup, steps: int) -> int:
+    """Return `warmup`, the steps of a warm-up before the peak rate, if it is an int in
+    [0, steps), else raise a ValueError naming it."""
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < steps:
+        raise ValueError(f"warmup must be an int in [0, steps={steps}), got {warmup!r}")
+    return warmup
+
+
 def check_int(name: str, value, low: int) -> None:
     """Raise unless ``value`` is an int >= ``low``."""
     if isinstance(value, bool) or not isinstance(value, int):

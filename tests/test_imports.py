@@ -80,8 +80,8 @@ def test_the_chapter_library_never_imports_a_subpackage_and_nothing_cycles():
 # experiment, the parts they share, and the command line of the full-profile runs.
 EXPERIMENTS = {"translation", "sentiment", "captioning", "forecasting", "window", "length",
                "trainability", "pretraining"}
-SHARED = {"runs", "shakespeare", "streams", "datasets", "classify", "ngrams", "bpe", "digits",
-          "calibration", "word2vec"}
+SHARED = {"runs", "shakespeare", "streams", "sentences", "datasets", "classify", "ngrams",
+          "bpe", "digits", "calibration", "word2vec"}
 COMMAND_LINE = {"run"}
 
 

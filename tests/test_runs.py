@@ -1,8 +1,6 @@
-"""seqlib.experiments.runs, what every experiment shares: the profile switch, the
-learning-rate schedules, a run trained deterministically with its own randomness, the model
-cache (its key and what it depends on) and runs trained together in worker processes."""
-
-import itertools
+"""seqlib.experiments.runs, what every experiment shares: the profile switch, a run trained
+deterministically with its own randomness, the model cache (its key and what it depends on)
+and runs trained together in worker processes."""
 
 import pytest
 import torch
@@ -10,6 +8,7 @@ import torch
 from seqlib import lm
 from seqlib.experiments import runs, shakespeare, streams
 from seqlib.text import char_vocab
+from seqlib.training import warmup_cosine
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n"
 UNITS = ["rnn", "lstm", "gru"]
@@ -39,28 +38,6 @@ def test_profile_reads_seqlib_full(monkeypatch):
     assert shakespeare.BOOK_PROFILE["steps"] == 2000
 
 
-def test_warmup_cosine_warms_up_then_decays_to_the_floor():
-    factors = [runs.warmup_cosine(step, 110, warmup=10) for step in range(111)]
-    assert factors[:10] == pytest.approx([(s + 1) / 10 for s in range(10)])
-    assert factors[10] == pytest.approx(1.0)  # the peak, right after the warm-up
-    assert factors[60] == pytest.approx(0.55)  # halfway down: (1 + 0.1) / 2
-    assert factors[110] == pytest.approx(0.1)  # a tenth of the peak at the end
-    assert all(a > b for a, b in itertools.pairwise(factors[10:]))
-    assert runs.warmup_cosine(0, 5) == pytest.approx(1.0)  # no warm-up
-    assert runs.warmup_cosine(5, 5, floor=0.0) == pytest.approx(0.0)
-
-
-def test_warmup_linear_warms_up_then_holds_or_decays():
-    held = [runs.warmup_linear(step, 10, warmup=4) for step in range(10)]
-    assert held == pytest.approx([0.25, 0.5, 0.75, 1, 1, 1, 1, 1, 1, 1])
-    fall = [runs.warmup_linear(step, 10, warmup=4, decay=True) for step in range(10)]
-    assert fall[4:] == pytest.approx([6 / 6, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6])
-    with pytest.raises(ValueError, match=r"warmup must be an int in \[0, steps=10\)"):
-        runs.warmup_linear(0, 10, warmup=10)
-    with pytest.raises(ValueError, match="steps"):
-        runs.warmup_linear(0, 0)
-
-
 def rates_of(run):
     """The learning rate of each step of runs.fit(run), read as the optimizer steps."""
     rates, train = [], runs.train
@@ -87,7 +64,7 @@ def test_a_language_model_run_is_deterministic_and_follows_the_schedule():
                                          dict(CONFIG, steps=120, warmup=10)))
     optimizer = torch.optim.AdamW([torch.zeros(1, requires_grad=True)], lr=CONFIG["lr"])
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: runs.warmup_cosine(s, 120, warmup=10))
+        optimizer, lambda s: warmup_cosine(s, 120, warmup=10))
     before = []
     for _ in range(120):
         before.append(optimizer.param_groups[0]["lr"])
@@ -262,14 +239,3 @@ def test_trained_together_trains_in_processes_exactly_as_here(monkeypatch, tmp_p
     with pytest.raises(ValueError, match="processes"):
         runs.trained_together([runs.language_model("new", tiny_model("rnn", len(vocab)), ids,
                                                    config)] * 2, processes=0)
-
-
-def test_batch_indices_cover_each_example_once_per_epoch():
-    examples = [("a" * (i % 7 + 1), "x") for i in range(23)]
-    stream = runs.batch_indices(examples, 4, torch.Generator().manual_seed(0), pool=2)
-    epoch = list(itertools.islice(stream, 6))  # 23 examples: 6 batches, the last of 3
-    assert sorted(i for batch in epoch for i in batch) == list(range(23))
-    with pytest.raises(ValueError, match="batch_size"):
-        next(runs.batch_indices(examples, 0, torch.Generator()))
-    with pytest.raises(ValueError, match="empty"):
-        next(runs.batch_indices([], 2, torch.Generator()))

@@ -31,8 +31,10 @@ from seqlib.checks import check_ids, check_tgt_in, positive_int
 from seqlib.decoding import beam_search, greedy
 from seqlib.experiments import runs
 from seqlib.experiments.digits import HEIGHT, MAX_DIGITS, WIDTH, check_strips, compose, vocab
+from seqlib.experiments.sentences import bleu
 from seqlib.seq2seq import AttentionDecoder, Decoder, reorder_state, teacher_forced_loss
 from seqlib.text import pad_batch
+from seqlib.training import adam, warmup_linear
 from seqlib.utils import seed_everything
 
 BOOK_PROFILE = dict(steps=1200, batch_size=32, lr=3e-3, decay=True)
@@ -193,9 +195,9 @@ def run(name: str, build, images: torch.Tensor, labels: torch.Tensor, pool, *, s
         decay: bool = False) -> runs.Run:
     """The run of the captioner build(), built after seed_everything(seed): fresh strips
     every step, composed from the digit images `pool` by the run's generator (no strip is
-    seen twice), the loss of teacher forcing (seq2seq.teacher_forced_loss), runs.adam at
-    rate lr with runs.warmup_linear's `warmup` and `decay`, gradients clipped at `clip`."""
-    runs.warmup_linear(0, steps, warmup, decay)  # checks warmup
+    seen twice), the loss of teacher forcing (seq2seq.teacher_forced_loss), Adam at
+    rate lr with warmup_linear's `warmup` and `decay`, gradients clipped at `clip`."""
+    warmup_linear(0, steps, warmup, decay)  # checks warmup
     positive_int("batch_size", batch_size)
     seed_everything(seed)
     model = build()
@@ -205,8 +207,8 @@ def run(name: str, build, images: torch.Tensor, labels: torch.Tensor, pool, *, s
     return runs.Run(name, model, teacher_forced_loss,
                     partial(_strips, images, labels, pool, batch_size,
                             next(model.parameters()).device),
-                    partial(runs.adam, lr=lr), steps,
-                    schedule=partial(runs.warmup_linear, steps=steps, warmup=warmup,
+                    partial(adam, lr=lr), steps,
+                    schedule=partial(warmup_linear, steps=steps, warmup=warmup,
                                      decay=decay),
                     clip=clip, seed=seed, rng_state=torch.get_rng_state(),
                     key=(sorted(config.items()), runs.digest(images[pool], labels[pool])),
@@ -243,10 +245,10 @@ def describe(model, images: torch.Tensor, *, method: str = "greedy", beam_size: 
 
 
 def scores(hypotheses: list, strips) -> dict:
-    """Exact-caption accuracy and corpus BLEU (runs.bleu) of the hypotheses by
-    number of digits: {n: {"count", "exact", "bleu"}} for each n present, and "all". BLEU
-    counts n-grams up to 4 words, so a group whose captions all have fewer than 4 words has
-    none (its "bleu" is None)."""
+    """Exact-caption accuracy and corpus BLEU (seqlib.experiments.sentences.bleu) of the
+    hypotheses by number of digits: {n: {"count", "exact", "bleu"}} for each n present, and
+    "all". BLEU counts n-grams up to 4 words, so a group whose captions all have fewer than
+    4 words has none (its "bleu" is None)."""
     references = strips.captions()
     if len(hypotheses) != len(references):
         raise ValueError(f"need one hypothesis per strip, got {len(hypotheses)} for "
@@ -259,5 +261,5 @@ def scores(hypotheses: list, strips) -> dict:
         hyps, refs = [hypotheses[i] for i in keep], [references[i] for i in keep]
         table[n] = {"count": len(keep),
                     "exact": sum(h == r for h, r in zip(hyps, refs, strict=True)) / len(keep),
-                    "bleu": runs.bleu(hyps, refs) if max(lengths[i] for i in keep) >= 4 else None}
+                    "bleu": bleu(hyps, refs) if max(lengths[i] for i in keep) >= 4 else None}
     return table

@@ -35,9 +35,11 @@ from torch import nn
 
 from seqlib.checks import check_source, positive_int
 from seqlib.experiments import runs
+from seqlib.experiments.sentences import batch_indices
 from seqlib.gated import GRU, LSTM
 from seqlib.positional import PositionalEmbedding
 from seqlib.text import pad_batch, reverse_padded
+from seqlib.training import adamw
 from seqlib.transformer import TransformerBlock
 
 CLASSES = ("negative", "positive")  # label 0 and 1 of seqlib.experiments.datasets.movie_reviews
@@ -182,10 +184,10 @@ def saliency(model: Classifier, ids: torch.Tensor, mask: torch.Tensor) -> torch.
 def batches(ids: list, labels: torch.Tensor, batch_size: int, generator: torch.Generator,
             pool: int = 20):
     """Endless training batches (ids (B, T), mask (B, T), labels (B,)), epoch after epoch,
-    drawn as translation draws them (runs.batch_indices): each epoch shuffles
+    drawn as translation draws them (sentences.batch_indices): each epoch shuffles
     the examples, sorts each run of `pool` batches' worth by length and cuts it into
     batches (similar lengths, so little padding), then shuffles the batches."""
-    for chunk in runs.batch_indices([(s,) for s in ids], batch_size, generator, pool):
+    for chunk in batch_indices([(s,) for s in ids], batch_size, generator, pool):
         yield (*pad_batch([ids[j] for j in chunk]), labels[chunk])
 
 
@@ -249,7 +251,7 @@ def run(name: str, module: str, model: nn.Module, train_set: tuple, val_set: tup
         steps: int, batch_size: int, lr: float, weight_decay: float, evals: int,
         seed: int = 0, key: tuple = ()) -> runs.Run:
     """The run of a classifier on train_set = (ids, labels): `steps` batches (`batches`,
-    from the run's generator) of the cross-entropy `loss_fn`, runs.adamw at rate lr with
+    from the run's generator) of the cross-entropy `loss_fn`, AdamW at rate lr with
     `weight_decay`, and EarlyStopping on val_set. Dropout draws from torch's generator as
     it is when the run is made (after the model is built). `key`: what else the weights
     depend on (the data's digest, say)."""
@@ -258,7 +260,7 @@ def run(name: str, module: str, model: nn.Module, train_set: tuple, val_set: tup
                   evals=evals, seed=seed)
     return runs.Run(name, model, loss_fn,
                     partial(batches, *train_set, batch_size), partial(
-                        runs.adamw, lr=lr, weight_decay=weight_decay),
+                        adamw, lr=lr, weight_decay=weight_decay),
                     steps, seed=seed, on_step=stopping, finish=stopping.finish,
                     rng_state=torch.get_rng_state(), key=(sorted(budget.items()), *key),
                     module=module)

@@ -25,6 +25,7 @@ from torch import nn
 from seqlib.checks import positive_int
 from seqlib.experiments import runs
 from seqlib.gated import UNITS
+from seqlib.training import adamw, warmup_cosine
 from seqlib.utils import seed_everything
 
 
@@ -153,7 +154,7 @@ def run(unit: str, series: torch.Tensor, config: dict, seed: int, *,
     with the mean and standard deviation of the 1-D training `series`: teacher forcing
     (`one_step_loss`) on config["steps"] batches of random windows of the series, drawn
     from the run's generator, AdamW (no weight decay) at peak rate config["lr"], a linear
-    warm-up then a cosine decay (runs.warmup_cosine), gradients clipped at norm 1."""
+    warm-up then a cosine decay (warmup_cosine), gradients clipped at norm 1."""
     seed_everything(seed)
     model = Forecaster(unit, config["hidden_size"], loc=series.mean().item(),
                        scale=series.std().item(), period=period)
@@ -162,8 +163,8 @@ def run(unit: str, series: torch.Tensor, config: dict, seed: int, *,
         f"forecast-{unit}", model, one_step_loss,
         partial(random_windows, series.to(model.unit.W_yh.dtype), config["length"],
                 config["batch_size"]),
-        partial(runs.adamw, lr=config["lr"], weight_decay=0.0), steps,
-        schedule=partial(runs.warmup_cosine, steps=steps, warmup=config["warmup_steps"]),
+        partial(adamw, lr=config["lr"], weight_decay=0.0), steps,
+        schedule=partial(warmup_cosine, steps=steps, warmup=config["warmup_steps"]),
         clip=1.0, seed=seed,
         key=(sorted((k, v) for k, v in config.items() if k != "seeds"), period,
              runs.digest(series)), module=__name__)

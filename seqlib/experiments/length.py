@@ -16,6 +16,7 @@ from torch import nn
 from seqlib import utils
 from seqlib.checks import positive_int
 from seqlib.experiments import runs
+from seqlib.training import adamw, warmup_cosine
 
 FIT_KEYS = ("lengths", "batch_size", "steps", "lr", "warmup", "symbols", "seed")
 
@@ -63,15 +64,15 @@ def run(name: str, model: nn.Module, config: dict) -> runs.Run:
     """The run of `model` on the task: config["steps"] batches of config["batch_size"] task
     sequences, each batch of one length n drawn uniformly from config["lengths"]
     (shortest, longest), all from the run's generator, seeded with config["seed"]: AdamW at
-    peak rate config["lr"] with runs.warmup_cosine's warm-up and decay, gradients clipped at
+    peak rate config["lr"] with warmup_cosine's warm-up and decay, gradients clipped at
     norm 1."""
     config = _check_config(config)
     steps = config["steps"]
     return runs.Run(name, model, reversal_loss,
                     partial(_batches, config["lengths"], config["batch_size"],
                             config["symbols"]),
-                    partial(runs.adamw, lr=config["lr"]), steps,
-                    schedule=partial(runs.warmup_cosine, steps=steps, warmup=config["warmup"]),
+                    partial(adamw, lr=config["lr"]), steps,
+                    schedule=partial(warmup_cosine, steps=steps, warmup=config["warmup"]),
                     clip=1.0, seed=config["seed"], key=(sorted(config.items()),),
                     module=__name__, desc="reverse")
 

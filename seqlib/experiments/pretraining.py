@@ -33,9 +33,11 @@ from torch import nn
 from seqlib.checks import check_source, positive_int
 from seqlib.experiments import classify, runs
 from seqlib.experiments.classify import Classifier, TransformerEncoder
+from seqlib.experiments.sentences import batch_indices
 from seqlib.gated import LSTM
 from seqlib.seq2seq import freeze
 from seqlib.text import SPECIALS, pad_batch, reverse_padded
+from seqlib.training import adamw
 from seqlib.utils import seed_everything
 
 IGNORE = -100  # the target of a position that is not predicted (F.cross_entropy's default)
@@ -241,8 +243,8 @@ def mlm_loss(model: MaskedLM, inputs: torch.Tensor, targets: torch.Tensor,
 
 def sentence_batches(ids: list, batch_size: int, generator: torch.Generator):
     """Endless padded batches (ids (B, T), mask (B, T)) of unlabelled sentences, drawn as
-    runs.batch_indices draws them (shuffled, similar lengths together)."""
-    for index in runs.batch_indices([(s,) for s in ids], batch_size, generator, pool=20):
+    batch_indices draws them (shuffled, similar lengths together)."""
+    for index in batch_indices([(s,) for s in ids], batch_size, generator, pool=20):
         yield pad_batch([ids[i] for i in index])
 
 
@@ -285,7 +287,7 @@ def pretraining_run(name: str, model: nn.Module, ids: list, config: dict,
         raise TypeError(f"model must be a BiLM or a MaskedLM, got {type(model).__name__}")
     loss = PretrainingLoss()
     return runs.Run(name, model, loss, partial(_with_generator, ids, config["batch_size"]),
-                    partial(runs.adamw, lr=config["lr"]), config["steps"], clip=1.0,
+                    partial(adamw, lr=config["lr"]), config["steps"], clip=1.0,
                     seed=seed, own_randomness=True, finish=loss.finish,
                     key=(sorted(config.items()), runs.digest(ids)), module=__name__)
 

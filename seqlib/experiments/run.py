@@ -44,13 +44,14 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from seqlib.data import multi30k, tiny_shakespeare
-from seqlib.experiments import runs, shakespeare, streams
+from seqlib.experiments import shakespeare, streams
 from seqlib.experiments import translation as tr
 from seqlib.experiments.runs import save_atomic
+from seqlib.experiments.sentences import batch_indices, bleu
 from seqlib.lm import TransformerLM
 from seqlib.seq2seq import AttentionSeq2Seq, teacher_forced_loss
 from seqlib.text import char_vocab
-from seqlib.training import train
+from seqlib.training import adam, adamw, train, warmup_cosine, warmup_linear
 from seqlib.transformer import Transformer
 from seqlib.utils import book_seed, default_device, generator, seed_everything
 
@@ -126,8 +127,7 @@ def _translation(config: dict, device: torch.device, build: Callable) -> Setup:
     seed_everything(config["seed"])
     model = build(data)
     examples = data.ids["train"]
-    draws = at_step(runs.batch_indices(examples, config["batch_size"],
-                                     generator(config["seed"])))
+    draws = at_step(batch_indices(examples, config["batch_size"], generator(config["seed"])))
 
     def batch(step, rank, world):
         rows = draws(step)  # indices of the global batch's pairs
@@ -138,9 +138,9 @@ def _translation(config: dict, device: torch.device, build: Callable) -> Setup:
                 sum(tokens[mine]) * world / sum(tokens))
 
     steps, warmup, decay = config["steps"], config["warmup"], config["decay"]
-    runs.warmup_linear(0, steps, warmup, decay)  # checks warmup
-    return Setup(data, model, lambda m: runs.adam(m, config["lr"]),
-                 lambda step: runs.warmup_linear(step, steps, warmup, decay), config["clip"],
+    warmup_linear(0, steps, warmup, decay)  # checks warmup
+    return Setup(data, model, lambda m: adam(m, config["lr"]),
+                 lambda step: warmup_linear(step, steps, warmup, decay), config["clip"],
                  teacher_forced_loss, batch, lambda m: translation_val_loss(m, data),
                  lambda m: evaluate_translation(m, data))
 
@@ -164,9 +164,9 @@ def evaluate_translation(model: nn.Module, data: tr.TranslationData) -> dict:
     of test_2016_flickr."""
     src, ref = zip(*data.pairs["test_2016_flickr"], strict=True)
     return {"val_loss": translation_val_loss(model, data),
-            "bleu_greedy": runs.bleu(tr.translate(model, data, list(src)), list(ref)),
-            "bleu_beam4": runs.bleu(tr.translate(model, data, list(src), method="beam",
-                                               beam_size=4), list(ref))}
+            "bleu_greedy": bleu(tr.translate(model, data, list(src)), list(ref)),
+            "bleu_beam4": bleu(tr.translate(model, data, list(src), method="beam",
+                                          beam_size=4), list(ref))}
 
 
 def char_lm(config: dict, device: torch.device) -> Setup:
@@ -195,9 +195,9 @@ def char_lm(config: dict, device: torch.device) -> Setup:
         return streams.evaluate(m, val_ids, 32, config["context"])
 
     return Setup((vocab, train_ids, val_ids), model,
-                 lambda m: runs.adamw(m, config["lr"], config.get("weight_decay", 0.01),
-                                      config.get("beta2", 0.999)),
-                 lambda step: runs.warmup_cosine(step, steps, warmup), 1.0,
+                 lambda m: adamw(m, config["lr"], config.get("weight_decay", 0.01),
+                                 config.get("beta2", 0.999)),
+                 lambda step: warmup_cosine(step, steps, warmup), 1.0,
                  streams.CarriedStateLoss(), batch, val_loss, lambda m: {"val_loss": val_loss(m)})
 
 

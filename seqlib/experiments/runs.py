@@ -3,8 +3,9 @@ train several at once.
 
 - A run is one record, `Run`: its model (built after `seed_everything(seed)`, the one
   seeding rule of the book, and moved to its device), its data (`batches(generator)`, the
-  batches of a CPU generator seeded with the run's seed), its loss, optimizer (`adam` or
-  `adamw`) and learning-rate schedule (`warmup_linear` or `warmup_cosine`, the one family),
+  batches of a CPU generator seeded with the run's seed), its loss, optimizer
+  (seqlib.training's `adam` or `adamw`) and learning-rate schedule (`warmup_linear` or
+  `warmup_cosine`, the one family),
   its steps and clipping, and whether its dropout draws random numbers of its own.
 - `fit(run)` trains it with seqlib.train. `trained(run)` does so once and keeps the result
   in the model cache: an identical run, on this page or another, loads it instead. The
@@ -24,7 +25,6 @@ train several at once.
 import contextlib
 import copy
 import hashlib
-import math
 import multiprocessing
 import os
 import pathlib
@@ -41,10 +41,8 @@ from filelock import FileLock
 from torch import nn
 
 from seqlib import kernels
-from seqlib.checks import positive_int
 from seqlib.experiments import streams
-from seqlib.text import word_tokenize
-from seqlib.training import train
+from seqlib.training import adamw, train, warmup_cosine
 from seqlib.utils import book_seed, generator
 
 LIBRARY = pathlib.Path(__file__).resolve().parents[1]  # the chapter library: seqlib/*.py
@@ -54,42 +52,6 @@ def profile(book: dict, full: dict) -> dict:
     """A copy of `full` when the environment variable SEQLIB_FULL is "1", else of `book`
     (nested dicts copied too)."""
     return copy.deepcopy(full if os.environ.get("SEQLIB_FULL") == "1" else book)
-
-
-# ---- the learning-rate schedules: the rate of step s as a fraction of the peak ----------
-
-def warmup_linear(step: int, steps: int, warmup: int = 0, decay: bool = False) -> float:
-    """A linear warm-up from 1 / warmup to 1 over the first `warmup` steps, then 1, or with
-    `decay` a linear fall to 1 / (steps - warmup) at the last step (to 0 just after it)."""
-    positive_int("steps", steps)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < steps:
-        raise ValueError(f"warmup must be an int in [0, steps={steps}), got {warmup!r}")
-    if step < warmup:
-        return (step + 1) / warmup
-    return (steps - step) / (steps - warmup) if decay else 1.0
-
-
-def warmup_cosine(step: int, steps: int, warmup: int = 0, floor: float = 0.1) -> float:
-    """A linear warm-up over the first `warmup` steps, then a cosine decay from 1 to `floor`
-    at step `steps`."""
-    if step < warmup:
-        return (step + 1) / warmup
-    progress = (step - warmup) / max(1, steps - warmup)
-    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
-
-
-# ---- the optimizers ---------------------------------------------------------------------
-
-def adam(model: nn.Module, lr: float) -> torch.optim.Adam:
-    """Adam at rate lr on the parameters that train (a frozen part's are left out)."""
-    return torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
-
-
-def adamw(model: nn.Module, lr: float, weight_decay: float = 0.01,
-          beta2: float = 0.999) -> torch.optim.AdamW:
-    """AdamW at rate lr on every parameter; AdamW's own defaults for the rest."""
-    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, beta2),
-                             weight_decay=weight_decay)
 
 
 # ---- a run --------------------------------------------------------------------------------
@@ -347,46 +309,3 @@ def own_randomness(seed: int, device: torch.device):
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         torch.manual_seed(book_seed(seed))
         yield
-
-
-# ---- what several experiments use ---------------------------------------------------------
-
-def batch_indices(examples: list, batch_size: int, generator: torch.Generator,
-                  pool: int = 50):
-    """Endless lists of the indices of one batch of examples: each epoch, the examples are
-    shuffled, cut into pools of `pool` batches, sorted by length (of their first part, a
-    source sentence) inside a pool (little padding), cut into batches, and the batches are
-    shuffled. Every draw comes from `generator`."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    if len(examples) == 0:
-        raise ValueError("examples is empty: there is nothing to batch")
-    while True:
-        order = torch.randperm(len(examples), generator=generator).tolist()
-        chunk, epoch = batch_size * pool, []
-        for i in range(0, len(order), chunk):
-            part = sorted(order[i:i + chunk], key=lambda j: len(examples[j][0]))
-            epoch += [part[k:k + batch_size] for k in range(0, len(part), batch_size)]
-        for b in torch.randperm(len(epoch), generator=generator).tolist():
-            yield epoch[b]
-
-
-def _tokens(sentence: str) -> str:
-    """Lower-case word_tokenize tokens joined by spaces; <unk> (and other <...>) kept whole."""
-    return " ".join(w if w.startswith("<") and w.endswith(">") else " ".join(word_tokenize(w))
-                    for w in sentence.split())
-
-
-def bleu(hypotheses: list, references: list) -> float:
-    """Corpus BLEU (0-100) with sacrebleu, one reference per sentence, on lower-case
-    word_tokenize tokens (tokenize="none": the text is already tokenised)."""
-    import sacrebleu  # loaded only where BLEU is asked for
-
-    if isinstance(hypotheses, str) or isinstance(references, str):
-        raise TypeError("hypotheses and references must be lists of sentences, not a str")
-    if len(hypotheses) != len(references) or not hypotheses:
-        raise ValueError(f"need as many hypotheses as references (at least one), got "
-                         f"{len(hypotheses)} and {len(references)}")
-    return sacrebleu.corpus_bleu([_tokens(h) for h in hypotheses],
-                                 [[_tokens(r) for r in references]], tokenize="none",
-                                 force=True).score

@@ -31,6 +31,7 @@ from seqlib.experiments.classify import build, predict
 from seqlib.experiments.ngrams import NBSVM
 from seqlib.experiments.word2vec import noise_distribution, sample_negatives, subsample
 from seqlib.text import word_tokenize, word_vocab
+from seqlib.training import adam
 from seqlib.utils import generator, seed_everything
 
 # Model sizes (p the embedding size, hidden the m~ of each direction, chosen so that the
@@ -158,7 +159,7 @@ def word2vec(ids: list, vocab_size: int, dim: int, *, window: int = 3, K: int = 
     model, _ = runs.trained(runs.Run(
         "sentiment-word2vec", model, _skipgram_loss,
         partial(_skipgram_batches, ids, vocab_size, window, K, batch_size, threshold),
-        partial(runs.adam, lr=lr), steps, seed=seed,
+        partial(adam, lr=lr), steps, seed=seed,
         key=(sorted(options.items()), runs.digest(ids)), module=__name__, desc="skip-gram"))
     return model.vectors.clone()
 

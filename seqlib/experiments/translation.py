@@ -7,11 +7,12 @@
   learned on the training split), vocabularies built on the training split only, ids;
   targets framed by <start>/<stop>.
 - `batches`: shuffled, length-bucketed batches drawn with an explicit torch.Generator
-  (runs.batch_indices), padded with <empty> and with masks (True at real tokens).
+  (seqlib.experiments.sentences.batch_indices), padded with <empty> and with masks (True
+  at real tokens).
 - `run`: the training run of a model (seqlib.experiments.runs.Run), the masked
   cross-entropy with Adam; runs.trained trains it once and caches it.
-- `translate`: greedy, beam or sampled translations as lower-case tokenised text; BLEU is
-  runs.bleu, and `bleu_by_length` by source length.
+- `translate`: greedy, beam or sampled translations as lower-case tokenised text; `bleu`
+  (of seqlib.experiments.sentences) scores them, and `bleu_by_length` by source length.
 """
 
 from dataclasses import dataclass
@@ -25,8 +26,10 @@ from seqlib.data import multi30k
 from seqlib.decoding import beam_search, greedy, sample
 from seqlib.experiments import runs
 from seqlib.experiments.bpe import BPE
+from seqlib.experiments.sentences import batch_indices, bleu
 from seqlib.seq2seq import teacher_forced_loss
 from seqlib.text import UNK, Vocab, pad_batch, word_tokenize, word_vocab
+from seqlib.training import adam, warmup_linear
 from seqlib.utils import seed_everything
 
 # The configurations, shared by the pages so that their models (and cache keys) agree: the
@@ -145,8 +148,8 @@ def collate(examples: list) -> dict:
 
 
 def batches(examples: list, batch_size: int, generator: torch.Generator, pool: int = 50):
-    """Endless shuffled batches (`collate`) of the examples runs.batch_indices draws."""
-    for index in runs.batch_indices(examples, batch_size, generator, pool):
+    """Endless shuffled batches (`collate`) of the examples batch_indices draws."""
+    for index in batch_indices(examples, batch_size, generator, pool):
         yield collate([examples[j] for j in index])
 
 
@@ -162,11 +165,11 @@ def run(name: str, build, data: TranslationData, *, steps: int, batch_size: int,
     """The run (seqlib.experiments.runs) that trains a model, `build()` built after
     seed_everything(seed) (or `build` itself, a model already built), moved to `device` if
     given, on data.ids["train"]: `steps`
-    batches of `batch_size` pairs drawn by `draws` from the run's generator, runs.adam at
-    rate lr, all along or with `warmup` steps and `decay` (runs.warmup_linear: transformers
+    batches of `batch_size` pairs drawn by `draws` from the run's generator, Adam at
+    rate lr, all along or with `warmup` steps and `decay` (warmup_linear: transformers
     learn worse at full rate from their first step), the loss of teacher forcing (the masked
     cross-entropy, with `label_smoothing` epsilon), gradients clipped at `clip`."""
-    runs.warmup_linear(0, steps, warmup, decay)  # checks warmup
+    warmup_linear(0, steps, warmup, decay)  # checks warmup
     if not isinstance(build, nn.Module):
         seed_everything(seed)
     model = build if isinstance(build, nn.Module) else build()
@@ -178,8 +181,8 @@ def run(name: str, build, data: TranslationData, *, steps: int, batch_size: int,
                   warmup=warmup, decay=decay, label_smoothing=label_smoothing)
     return runs.Run(name, model, loss,
                     partial(draws, data.ids["train"], batch_size, device),
-                    partial(runs.adam, lr=lr), steps,
-                    schedule=partial(runs.warmup_linear, steps=steps, warmup=warmup,
+                    partial(adam, lr=lr), steps,
+                    schedule=partial(warmup_linear, steps=steps, warmup=warmup,
                                      decay=decay),
                     clip=clip, seed=seed, rng_state=torch.get_rng_state(),
                     key=(sorted(config.items()), data.src_vocab.itos, data.tgt_vocab.itos,
@@ -236,6 +239,6 @@ def bleu_by_length(hypotheses: list, references: list, src_lengths: list, edges)
         keep = [i for i, n in enumerate(src_lengths) if low <= n < high]
         if keep:
             rows.append({"low": low, "high": high, "count": len(keep),
-                         "bleu": runs.bleu([hypotheses[i] for i in keep],
-                                      [references[i] for i in keep])})
+                         "bleu": bleu([hypotheses[i] for i in keep],
+                                  [references[i] for i in keep])})
     return rows
