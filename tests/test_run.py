@@ -160,7 +160,7 @@ def test_one_process_trains_as_the_translation_run(tmp_path):
     setup = run.translation(config, torch.device("cpu"))
     fit = {k: config[k] for k in ("steps", "batch_size", "lr", "clip", "seed", "warmup",
                                   "decay")}
-    runs.fit(tr.run("translation", setup.model, setup.data, **fit))
+    runs.fit(tr.run("translation", setup.model, setup.data, fit))
     for name, value in setup.model.state_dict().items():
         assert torch.equal(weights(tmp_path)[name], value), name
 
@@ -176,7 +176,7 @@ def test_the_attention_model_trains_as_its_translation_run(tmp_path):
     assert len(setup.data.pairs["test_2016_flickr"]) == 30
     fit = {k: config[k] for k in ("steps", "batch_size", "lr", "clip", "seed", "warmup",
                                   "decay")}
-    runs.fit(tr.run("translation", setup.model, setup.data, **fit))
+    runs.fit(tr.run("translation", setup.model, setup.data, fit))
     for name, value in setup.model.state_dict().items():
         assert torch.equal(weights(tmp_path)[name], value), name
     assert results["parameters"] == sum(p.numel() for p in setup.model.parameters())

@@ -78,12 +78,12 @@ def build(data):
     return lambda: Seq2Seq(len(data.src_vocab), len(data.tgt_vocab), 8, 16)
 
 
-def trained(name, build, data, **kwargs):
-    return runs.trained(tr.run(name, build, data, **kwargs))
+def trained(name, build, data, **config):
+    return runs.trained(tr.run(name, build, data, config))
 
 
-def fit(model, data, **kwargs):
-    return runs.fit(tr.run("toy", model, data, **kwargs))
+def fit(model, data, **config):
+    return runs.fit(tr.run("toy", model, data, config))
 
 
 def test_trained_caches_deterministic_weights(data, tmp_path, monkeypatch):
@@ -156,8 +156,12 @@ def test_a_run_sets_each_steps_learning_rate(data, monkeypatch):
     rates.clear()
     fit(model, data, steps=3, batch_size=8, lr=0.1)
     assert rates == [0.1, 0.1, 0.1]  # no schedule: the constant rate
-    with pytest.raises(ValueError, match="warmup"):
+    with pytest.raises(ValueError, match=r"warmup must be an int in \[0, steps=3\), got 3"):
         fit(model, data, steps=3, batch_size=8, lr=0.1, warmup=3)
+    with pytest.raises(ValueError, match=r"config has the keys \['warmpu'\]"):
+        fit(model, data, steps=3, batch_size=8, lr=0.1, warmpu=2)  # misspelt: refused
+    with pytest.raises(ValueError, match="config must be a dict with the keys"):
+        fit(model, data, steps=3, lr=0.1)
 
 
 def test_batches_collate_the_drawn_indices(data):
@@ -173,7 +177,7 @@ def test_scheduled_training_is_cached_under_its_own_key(data, tmp_path, monkeypa
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
     kwargs = dict(steps=4, batch_size=8, lr=1e-2, seed=0)
     plain, _ = trained("s", build(data), data, **kwargs)
-    on_cpu, _ = trained("s", build(data), data, device="cpu", **kwargs)  # loaded
+    on_cpu, _ = trained("s", lambda: build(data)().to("cpu"), data, **kwargs)  # loaded
     assert len(list(tmp_path.glob("*.pt"))) == 1
     assert all(torch.equal(p, q) for p, q in zip(plain.state_dict().values(),
                                                   on_cpu.state_dict().values(), strict=True))
@@ -235,11 +239,11 @@ def test_trained_together_trains_in_processes_exactly_as_here(data, tmp_path, mo
         monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "here"))
         here = [trained(name, b, data, **kw) for name, b, kw in calls]
         monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "workers"))
-        together = runs.trained_together([tr.run(name, b, data, **kw) for name, b, kw in calls],
+        together = runs.trained_together([tr.run(name, b, data, kw) for name, b, kw in calls],
                                          processes=2)
         assert len(list((tmp_path / "workers").glob("*.pt"))) == 3
         monkeypatch.setattr(runs, "ProcessPoolExecutor", None)  # all cached
-        again = runs.trained_together([tr.run(name, b, data, **kw) for name, b, kw in calls])
+        again = runs.trained_together([tr.run(name, b, data, kw) for name, b, kw in calls])
     finally:
         torch.set_num_threads(threads)
     for (model, history), (other, saved), (_, loaded) in zip(here, together, again, strict=True):

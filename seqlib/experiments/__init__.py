@@ -2,8 +2,10 @@
 chapter, and the full-profile runs for a GPU. The chapter's own models live in the modules
 of seqlib itself, which never import this package.
 
-- `runs` is what every experiment shares: a training run described by one record, trained
-  once and cached, several at once in worker processes, the book and full profiles.
+- `runs` is what every experiment shares: a training run described by one record (which
+  derives its key in the model cache), trained once and cached, several at once in worker
+  processes, the book and full profiles. An experiment's run is `run(name, model, data,
+  config)`.
 - One module per experiment, each importing `runs` and the chapter library, never another
   experiment: `translation` (Multi30k, pages 07, 08, 11, 16-18), `forecasting` (page 13),
   `sentiment` (14), `captioning` (15), `window` (19), `length` (20), `trainability` (21)

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlib.checks import check_source, positive_int
+from seqlib.checks import check_config, check_source, positive_int
 from seqlib.experiments import classify, runs
 from seqlib.experiments.classify import Classifier, TransformerEncoder
 from seqlib.experiments.sentences import batch_indices
@@ -38,7 +38,6 @@ from seqlib.gated import LSTM
 from seqlib.seq2seq import freeze
 from seqlib.text import SPECIALS, pad_batch, reverse_padded
 from seqlib.training import adamw
-from seqlib.utils import seed_everything
 
 IGNORE = -100  # the target of a position that is not predicted (F.cross_entropy's default)
 REGIMES = ("scratch", "frozen", "fine-tuned")
@@ -277,19 +276,19 @@ class PretrainingLoss:
         return history | (self.parts if self.parts["forward"] else {})
 
 
-def pretraining_run(name: str, model: nn.Module, ids: list, config: dict,
-                    seed: int = 0) -> runs.Run:
+def pretraining_run(name: str, model: nn.Module, ids: list, config: dict) -> runs.Run:
     """The run that pretrains a BiLM or a MaskedLM (`PretrainingLoss`) on the unlabelled
     sentences `ids` (lists of ids): config["steps"] AdamW steps of config["batch_size"]
     sentences at rate config["lr"], gradients clipped at norm 1, dropout on random numbers
-    of its own."""
+    of its own, seeded with config["seed"] (0 if left out)."""
     if not isinstance(model, (BiLM, MaskedLM)):
         raise TypeError(f"model must be a BiLM or a MaskedLM, got {type(model).__name__}")
+    config = check_config(config, ("steps", "batch_size", "lr"), {"seed": 0})
     loss = PretrainingLoss()
     return runs.Run(name, model, loss, partial(_with_generator, ids, config["batch_size"]),
                     partial(adamw, lr=config["lr"]), config["steps"], clip=1.0,
-                    seed=seed, own_randomness=True, finish=loss.finish,
-                    key=(sorted(config.items()), runs.digest(ids)), module=__name__)
+                    seed=config["seed"], own_randomness=True, finish=loss.finish,
+                    config=config, data=(ids,), module=__name__)
 
 
 def transfer_model(base: nn.Module, regime: str, *, dropout: float = 0.5) -> Classifier:
@@ -318,10 +317,7 @@ def transfer_run(name: str, base: nn.Module, regime: str, train_set: tuple, val_
     """The run that trains `transfer_model(base, regime)` (its head started after
     seed_everything(seed)) as a classifier (classify.run: AdamW and early stopping on
     val_set) on train_set (ids, labels) with `budget` (steps, batch_size, lr, weight_decay,
-    evals). The weights it starts from are part of the run's key."""
-    seed_everything(seed)  # the head's start
-    model = transfer_model(base, regime)
-    data = runs.digest(regime, train_set[0], train_set[1], val_set[0], val_set[1],
-                       *base.state_dict().values())
-    return classify.run(name, __name__, model, train_set, val_set, seed=seed, key=(data,),
-                        **budget)
+    evals). The weights it starts from, those of `base` among them, are part of the run's
+    key."""
+    return classify.run(name, partial(transfer_model, base, regime), (train_set, val_set),
+                        budget | {"seed": seed})
