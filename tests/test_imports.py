@@ -82,13 +82,13 @@ EXPERIMENTS = {"translation", "sentiment", "captioning", "forecasting", "window"
                "trainability", "pretraining"}
 SHARED = {"runs", "shakespeare", "streams", "sentences", "datasets", "classify", "ngrams",
           "bpe", "digits", "calibration", "word2vec"}
-COMMAND_LINE = {"run"}
+COMMAND_LINE = {"distributed"}
 
 
 def test_no_experiment_imports_another_experiment():
     """A module of seqlib.experiments imports, of seqlib.experiments, only the shared parts
     (SHARED: runs, datasets, ...), never an experiment (EXPERIMENTS, one per page); only
-    `run`, the command line that trains the full-profile runs, imports experiments. Every
+    `distributed`, the command line that trains the full-profile runs, imports experiments. Every
     module is of one of these kinds, and the layout table of README.md names each."""
     prefix = "seqlib.experiments."
     graph = imports()

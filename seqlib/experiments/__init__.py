@@ -16,6 +16,6 @@ of seqlib itself, which never import this package.
   `datasets` (the data sets of the pages beyond the chapter), `classify` (sequence
   classifiers, pages 14 and 22), `ngrams` (NBSVM), `bpe` (byte-pair encoding), `digits`
   (MNIST strips), `calibration` and `word2vec` (its training's draws).
-- `run`: the command line of the full-profile runs, on one GPU or several
-  (`python -m seqlib.experiments.run`).
+- `distributed`: the command line of the full-profile runs, on one GPU or several
+  (`python -m seqlib.experiments.distributed`).
 """

@@ -39,8 +39,8 @@ FULL_PROFILE = dict(min_freq=2, embed=256, hidden=512, batch_size=128, steps=20_
 # The transformer of Fig. 7.16 in its full configuration, for a GPU: "arch" are the arguments
 # of seqlib.transformer.Transformer, "fit" those of `run`, on the data of
 # multi30k_data(min_freq=FULL_PROFILE["min_freq"]). Under 10M parameters for German to
-# English; `python -m seqlib.experiments.run translation-de-en` trains it on one or more
-# GPUs.
+# English; `python -m seqlib.experiments.distributed translation-de-en` trains it on one or
+# more GPUs.
 TRANSFORMER_FULL_PROFILE = {
     "arch": dict(p=256, heads=8, n1=512, num_layers=3, dropout=0.1),
     "fit": dict(steps=8000, batch_size=128, lr=1e-3, clip=1.0, seed=0, warmup=800,
