@@ -7,15 +7,15 @@ cache, and several runs trained at once.
   warm-up, clipping, seed and randomness, and what else its weights depend on: `config`
   (its settings) and `data` (what it trains on). Making the record checks the steps and
   the warm-up and derives its key in the model cache, `run.key`, here and nowhere else:
-  the run's name, the model (class, repr, plain attributes, the weights it starts from and
-  which of them train), the record's fields, config and a digest of data, the seed (offset by
-  SEQLIB_SEED), the device, dtype, CPU threads and kernel settings (sums round differently
-  with each), torch's version, and the source of the chapter library, of this module, of
-  the modules of the model's class and of the experiment, and of the modules of
-  seqlib.experiments they use, so that editing one page's experiment retrains that page's
-  models only.
-- An experiment's run is `run(name, model, data, config)`: `built(model, seed)` is the model
-  it trains, `model` itself or what a function builds after seed_everything(seed).
+  the run's name, the model (class, repr, plain attributes, the weights it starts from
+  and which of them train), the record's fields, config and a digest of data, the seed
+  (offset by SEQLIB_SEED), the device, dtype, CPU threads and kernel settings (sums round
+  differently with each), torch's version, and the source of the chapter library, of
+  this module, of the modules of the model's class and of the experiment, and of the
+  modules of seqlib.experiments they use, so that editing one page's experiment retrains
+  that page's models only.
+- An experiment's run is `run(name, model, data, config)`: `built(model, seed)` is the
+  model it trains, `model` itself or what a function builds after seed_everything(seed).
 - `fit(run)` trains it with seqlib.train. `trained(run)` does so once and keeps the result
   in the model cache: an identical run, on this page or another, loads it instead.
 - `trained_together(runs)` trains the runs the cache lacks at the same time, one worker
