@@ -2,6 +2,10 @@
 with links to the equations and figures whose home it is), what it needs and how long it
 takes, from book/chapters.yml and book/coverage.yml.
 
+The reading time counts the page before its exercises: the words of its Markdown cells at
+READING_WORDS a minute and its code lines in view (not folded) at READING_LINES a minute,
+rounded to five minutes.
+
 The box is the page's second cell, a Markdown cell that opens with HEADER. Run
 `python book/headers.py` (or `make execute`, which runs it) after changing either data
 file; tests/test_headers.py fails while a page and the data disagree.
@@ -14,6 +18,8 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HEADER = ":::{admonition} Before you start"
+READING_WORDS, READING_LINES = 150, 10  # a minute: technical prose, and code read closely
+FOLDED = {"hide-input", "hide-cell", "remove-input", "remove-cell"}  # tags that fold a cell
 
 
 def load() -> tuple[dict, dict]:
@@ -27,6 +33,21 @@ def _minutes(seconds: float) -> str:
         return "under a minute"
     minutes = round(seconds / 30) / 2  # to the half minute
     return f"about {minutes:g} minute{'' if minutes == 1 else 's'}"
+
+
+def reading_minutes(page: str) -> int:
+    """Minutes to read the page before its exercises, to the nearest five (at least five)."""
+    words = lines = 0
+    for cell in json.loads((ROOT / "notebooks" / f"{page}.ipynb").read_text())["cells"]:
+        text = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            if text.startswith("## Exercises"):
+                break
+            if not text.startswith(HEADER):
+                words += len(text.split())
+        elif not FOLDED & set(cell["metadata"].get("tags", [])):
+            lines += len(text.splitlines())
+    return max(5, 5 * round((words / READING_WORDS + lines / READING_LINES) / 5))
 
 
 def render(page: str, chapters: dict, coverage: dict) -> str:
@@ -58,7 +79,10 @@ def render(page: str, chapters: dict, coverage: dict) -> str:
     else:
         time = (f"**Time** on a 2-core laptop CPU: {_minutes(seconds)} ({seconds:g} s), "
                 f"cold or not: it loads no model of another page.")
+    reading = (f"**Reading:** about {reading_minutes(page)} minutes before the exercises, "
+               f"code in view included.")
     return "\n".join([HEADER, ":class: note", "", chapter, "", f"**Needs:** {needs}.", "", time,
+                      "", reading,
                       "", "Every equation, figure and number of the chapter has its home listed "
                       "on the {doc}`coverage page </book/coverage>`.", ":::"])
 

@@ -1,5 +1,6 @@
 """Every page opens with the box of book/headers.py: the chapter's section with links to
-the equations and figures whose home it is, what the page needs, and its measured time."""
+the equations and figures whose home it is, what the page needs, its measured time and its
+reading time."""
 
 import importlib.util
 import json
@@ -44,3 +45,12 @@ def test_a_page_that_loads_models_of_other_pages_gives_its_cold_time_too():
         if page in loaders:
             assert entry["cold"] > entry["seconds"], page  # it trains more
             assert "cold, with an empty model cache" in headers.render(page, CHAPTERS, COVERAGE)
+
+
+def test_the_box_gives_the_reading_time_of_the_page_before_its_exercises():
+    """Words at READING_WORDS and code lines in view at READING_LINES a minute, to five."""
+    for page in CHAPTERS:
+        minutes = headers.reading_minutes(page)
+        assert minutes % 5 == 0 and 5 <= minutes <= 60, (page, minutes)
+        assert f"**Reading:** about {minutes} minutes" in headers.render(page, CHAPTERS,
+                                                                          COVERAGE)

@@ -84,6 +84,26 @@ def test_every_output_is_marked_exact_or_trained(path):
     assert not both, f"{path.name}: code cells {both} are tagged both exact and trained"
 
 
+# The fold of an exercise's solution code says what it holds (myst-nb's cell-level prompts),
+# where other folds say "Show code cell source".
+SOLUTION_PROMPTS = {"code_prompt_show": "Show the solution's code",
+                    "code_prompt_hide": "Hide the solution's code"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_folded_solution_code_is_labelled(path):
+    unlabelled, in_solution = [], False
+    for i, c in enumerate(cells(path)):
+        if c["cell_type"] == "markdown":
+            in_solution = "{dropdown} Solution" in source(c)
+        elif in_solution and {"hide-cell", "hide-input"} & set(c["metadata"].get("tags", [])):
+            if c["metadata"].get("mystnb") != SOLUTION_PROMPTS:
+                unlabelled.append(i)
+    assert not unlabelled, f"{path.name}: cells {unlabelled} (counting all cells from 0) " \
+        f"fold a solution's code without the label: set their metadata 'mystnb' to " \
+        f"{SOLUTION_PROMPTS}"
+
+
 # Cell tags with which Jupyter Book folds (or removes) a cell's source.
 FOLDED = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 MAX_LINE = 80  # characters of a visible code line: the column at 1,400 px holds them
