@@ -12,11 +12,11 @@ Within --budget seconds of wall time it runs, on SEQLIB_DEVICE (cuda by default)
      and the device-independent cells, tagged nbval-check-output, are compared with the
      stored outputs), the chapters that train on the device first (`DEVICE_CHAPTERS`),
      then the others while time is left;
-   - the full profile's three headline runs through seqlib.experiments.run (`HEADLINES`), in TF32.
-     Each is first probed: a few steps, beside the others, measure its pace. It then
-     trains for its profile's steps or, where they do not fit in the time left, for as
-     many as do (the learning-rate schedule is then that of the shorter run, and the
-     results say so), and is evaluated;
+   - the full profile's three headline runs through seqlib.experiments.distributed
+     (`HEADLINES`), in TF32. Each is first probed: a few steps, beside the others,
+     measure its pace. It then trains for its profile's steps or, where they do not fit
+     in the time left, for as many as do (the learning-rate schedule is then that of the
+     shorter run, and the results say so), and is evaluated;
 3. writes OUT/gpu-check.json (all it measured) and OUT/gpu-check.md (the record on the
    measurements page, book/gpu-check.md), with the logs and the benchmarks' tables beside
    them.
@@ -47,8 +47,8 @@ DEVICE_CHAPTERS = ("12_transformer_language_model", "11_transformer_translation"
                    "06_character_level_shakespeare", "15_image_captioning",
                    "21_training_deep_transformers", "03_backpropagation_through_time")
 TINY_CHAPTERS = ("10_transformer_blocks_and_parameter_counts",)
-# Experiment of seqlib.experiments.run -> its published anchor, the target, and seconds kept for the
-# evaluation after training.
+# Experiment of seqlib.experiments.distributed -> its published anchor, the target, and
+# seconds kept for the evaluation after training.
 HEADLINES = {
     "translation-de-en": dict(
         metric="bleu_greedy", goal=">=", value=37.0, reserve=60,
@@ -192,7 +192,7 @@ def chapters_report(chapters: list, log_text: str) -> dict:
 
 
 def run_command(experiment: str, sets: list, folder: Path, tf32: bool, *more) -> list:
-    return [sys.executable, "-m", "seqlib.experiments.run", experiment,
+    return [sys.executable, "-m", "seqlib.experiments.distributed", experiment,
             *(arg for item in sets for arg in ("--set", item)), "--out", str(folder),
             "--no-progress", "--checkpoint-every", "1000", *(["--tf32"] if tf32 else []),
             *more]
@@ -218,7 +218,7 @@ def headline_runs(names: list, base: dict, out: Path, device: str, tiny: bool, e
                   clock: Clock, end: float) -> dict:
     """Probe every run, then train and evaluate each in the time left (see the module's
     docstring): {experiment: record}."""
-    from seqlib.experiments.run import configure  # the configuration a run starts from
+    from seqlib.experiments.distributed import configure  # the configuration a run starts from
 
     env = env | {"SEQLIB_DEVICE": device, "OMP_NUM_THREADS": "2"}
     probe_steps, skipped = PROBE_TINY if tiny else PROBE

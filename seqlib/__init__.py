@@ -24,7 +24,8 @@ EXPORTS = {
     "Transformer": "transformer", "TransformerBlock": "transformer",
     "TransformerDecoderBlock": "transformer", "TransformerLM": "lm",
     "transformer_block_params": "transformer",
-    "train": "training",
+    "train": "training", "adam": "training", "adamw": "training",
+    "warmup_linear": "training", "warmup_cosine": "training",
     "count_parameters": "utils", "default_device": "utils", "seed_everything": "utils",
     "generator": "utils",
 }

@@ -14,6 +14,29 @@ def positive_int(name: str, value) -> int:
     return value
 
 
+def check_warmup(warmup, steps: int) -> int:
+    """Return `warmup`, the steps of a warm-up before the peak rate, if it is an int in
+    [0, steps), else raise a ValueError naming it."""
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < steps:
+        raise ValueError(f"warmup must be an int in [0, steps={steps}), got {warmup!r}")
+    return warmup
+
+
+def check_config(config, keys: tuple, defaults: dict | None = None,
+                 strict: bool = False) -> dict:
+    """The settings of a training run: `config` with `defaults` for the keys it leaves out,
+    if it is a dict holding every key of `keys` (and, when `strict`, no other key than
+    those of `keys` and `defaults`: a misspelt setting), else a ValueError naming them."""
+    defaults = defaults or {}
+    if not isinstance(config, dict) or any(key not in config for key in keys):
+        raise ValueError(f"config must be a dict with the keys {keys}, got {config!r}")
+    unknown = sorted(set(config) - set(keys) - set(defaults)) if strict else []
+    if unknown:
+        raise ValueError(f"config has the keys {unknown}, expected only {keys} and "
+                         f"{tuple(defaults)}")
+    return {**defaults, **config}
+
+
 def check_int(name: str, value, low: int) -> None:
     """Raise unless ``value`` is an int >= ``low``."""
     if isinstance(value, bool) or not isinstance(value, int):

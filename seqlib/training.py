@@ -1,13 +1,18 @@
 """The training of every model of the book, `seqlib.train`: one short loop (no Trainer class),
 with the learning-rate schedule of each step and hooks to resume from a checkpoint or stop
-early; seqlib.experiments.runs describes, caches and shares the training runs of the pages."""
+early; beside it, what the loop is given: the learning-rate schedules (`warmup_linear`,
+`warmup_cosine`) and the optimizers (`adam`, `adamw`). seqlib.experiments.runs describes,
+caches and shares the training runs of the pages."""
 
+import math
 import time
 from collections.abc import Callable, Iterable
 
 import torch
 from torch import nn
 from tqdm import tqdm
+
+from seqlib.checks import check_warmup, positive_int
 
 
 def train(
@@ -86,3 +91,37 @@ def train(
             break
     model.eval()
     return history
+
+
+# ---- the learning-rate schedules: the rate of step s as a fraction of the peak ----------
+
+def warmup_linear(step: int, steps: int, warmup: int = 0, decay: bool = False) -> float:
+    """A linear warm-up from 1 / warmup to 1 over the first `warmup` steps, then 1, or with
+    `decay` a linear fall to 1 / (steps - warmup) at the last step (to 0 just after it)."""
+    check_warmup(warmup, positive_int("steps", steps))
+    if step < warmup:
+        return (step + 1) / warmup
+    return (steps - step) / (steps - warmup) if decay else 1.0
+
+
+def warmup_cosine(step: int, steps: int, warmup: int = 0, floor: float = 0.1) -> float:
+    """A linear warm-up over the first `warmup` steps, then a cosine decay from 1 to `floor`
+    at step `steps`."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = (step - warmup) / max(1, steps - warmup)
+    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+# ---- the optimizers ---------------------------------------------------------------------
+
+def adam(model: nn.Module, lr: float) -> torch.optim.Adam:
+    """Adam at rate lr on the parameters that train (a frozen part's are left out)."""
+    return torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+
+
+def adamw(model: nn.Module, lr: float, weight_decay: float = 0.01,
+          beta2: float = 0.999) -> torch.optim.AdamW:
+    """AdamW at rate lr on every parameter; AdamW's own defaults for the rest."""
+    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, beta2),
+                             weight_decay=weight_decay)

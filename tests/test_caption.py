@@ -159,13 +159,13 @@ def test_teacher_forcing_equals_stepwise_greedy_and_beam_one(cls):
 
 
 def test_a_few_steps_of_training_lower_the_loss_and_scores():
-    run = cp.run("tiny", lambda: cp.ShowAttendTell(embed_size=8, hidden_size=16,
-                                                   channels=(4, 8, 8)),
-                 IMAGES, LABELS, torch.arange(60), steps=20, batch_size=8, lr=1e-2)
-    history = runs.fit(run)
-    assert runs.fit(cp.run("tiny", lambda: cp.ShowAttendTell(
-        embed_size=8, hidden_size=16, channels=(4, 8, 8)), IMAGES, LABELS, torch.arange(60),
-        steps=20, batch_size=8, lr=1e-2))["loss"] == history["loss"]  # seeded
+    def run():
+        return cp.run("tiny", lambda: cp.ShowAttendTell(embed_size=8, hidden_size=16,
+                                                        channels=(4, 8, 8)),
+                      (IMAGES, LABELS, torch.arange(60)), dict(steps=20, batch_size=8, lr=1e-2))
+
+    history = runs.fit(run())
+    assert runs.fit(run())["loss"] == history["loss"]  # seeded
     assert sum(history["loss"][-5:]) < sum(history["loss"][:5])
     s = strips(6)
     table = cp.scores(s.captions()[:5] + ["one"], s)

@@ -188,9 +188,9 @@ def test_fit_keeps_the_best_checkpoint():
         if y:
             s[0] = 5
     model = model_of("bag")
-    history = runs.fit(classify.run("tiny", __name__, model, (ids[:160], labels[:160]),
-                                    (ids[160:], labels[160:]), steps=60, batch_size=20,
-                                    lr=0.05, weight_decay=0.0, evals=3))
+    history = runs.fit(classify.run(
+        "tiny", model, ((ids[:160], labels[:160]), (ids[160:], labels[160:])),
+        dict(steps=60, batch_size=20, lr=0.05, weight_decay=0.0, evals=3)))
     assert history["val_steps"] == [20, 40, 60]
     best = max(history["val_acc"])
     assert history["best_step"] == history["val_steps"][history["val_acc"].index(best)]
@@ -209,7 +209,7 @@ def test_word2vec_vectors(tmp_path, monkeypatch):
 def test_profiles():
     assert runs.profile(sentiment.BOOK_PROFILE, sentiment.FULL_PROFILE) in (
         sentiment.BOOK_PROFILE, sentiment.FULL_PROFILE)
-    assert set(sentiment.FIT_KEYS) <= set(sentiment.BOOK_PROFILE)
+    assert set(classify.FIT_KEYS) <= set(sentiment.BOOK_PROFILE)
     assert classify.CLASSES == ("negative", "positive")
 
 

@@ -2,6 +2,7 @@
 (seqlib.experiments.forecasting)."""
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -14,6 +15,7 @@ from seqlib.experiments.forecasting import (
     ar_forecast,
     calendar,
     fit_ar,
+    forecaster,
     lagged,
     one_step_loss,
     origins,
@@ -180,8 +182,10 @@ def test_trained_is_cached(tmp_path, monkeypatch):
     config = {"hidden_size": 4, "length": 8, "batch_size": 4, "steps": 3, "lr": 1e-2,
               "warmup_steps": 1, "seeds": (0,)}
     data = 10 + torch.sin(torch.arange(200.0) / 10)
-    first, history = runs.trained(run("gru", data, config, seed=0))
-    again, saved = runs.trained(run("gru", data, config, seed=0))
+    first, history = runs.trained(run("gru", partial(forecaster, "gru", data, config), data,
+                                      config | {"seed": 0}))
+    again, saved = runs.trained(run("gru", partial(forecaster, "gru", data, config), data,
+                                    config))  # seed 0 when left out
     assert first is not again
     assert len(history["loss"]) == 3 and saved == history
     assert all(torch.equal(p, q) for p, q in zip(first.parameters(), again.parameters(),

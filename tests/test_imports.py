@@ -80,15 +80,15 @@ def test_the_chapter_library_never_imports_a_subpackage_and_nothing_cycles():
 # experiment, the parts they share, and the command line of the full-profile runs.
 EXPERIMENTS = {"translation", "sentiment", "captioning", "forecasting", "window", "length",
                "trainability", "pretraining"}
-SHARED = {"runs", "shakespeare", "streams", "datasets", "classify", "ngrams", "bpe", "digits",
-          "calibration", "word2vec"}
-COMMAND_LINE = {"run"}
+SHARED = {"runs", "shakespeare", "streams", "sentences", "datasets", "classify", "ngrams",
+          "bpe", "digits", "calibration", "word2vec"}
+COMMAND_LINE = {"distributed"}
 
 
 def test_no_experiment_imports_another_experiment():
     """A module of seqlib.experiments imports, of seqlib.experiments, only the shared parts
     (SHARED: runs, datasets, ...), never an experiment (EXPERIMENTS, one per page); only
-    `run`, the command line that trains the full-profile runs, imports experiments. Every
+    `distributed`, the command line that trains the full-profile runs, imports experiments. Every
     module is of one of these kinds, and the layout table of README.md names each."""
     prefix = "seqlib.experiments."
     graph = imports()

@@ -1,8 +1,10 @@
-"""seqlib.experiments.runs, what every experiment shares: the profile switch, the
-learning-rate schedules, a run trained deterministically with its own randomness, the model
-cache (its key and what it depends on) and runs trained together in worker processes."""
+"""seqlib.experiments.runs, what every experiment shares: the profile switch, the record of
+a run (its checks and the key it derives), a run trained deterministically with its own
+randomness, the model cache (its key and what it depends on) and runs trained together in
+worker processes."""
 
-import itertools
+import dataclasses
+from functools import partial
 
 import pytest
 import torch
@@ -10,6 +12,7 @@ import torch
 from seqlib import lm
 from seqlib.experiments import runs, shakespeare, streams
 from seqlib.text import char_vocab
+from seqlib.training import adam, warmup_cosine, warmup_linear
 
 TEXT = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n"
 UNITS = ["rnn", "lstm", "gru"]
@@ -39,26 +42,68 @@ def test_profile_reads_seqlib_full(monkeypatch):
     assert shakespeare.BOOK_PROFILE["steps"] == 2000
 
 
-def test_warmup_cosine_warms_up_then_decays_to_the_floor():
-    factors = [runs.warmup_cosine(step, 110, warmup=10) for step in range(111)]
-    assert factors[:10] == pytest.approx([(s + 1) / 10 for s in range(10)])
-    assert factors[10] == pytest.approx(1.0)  # the peak, right after the warm-up
-    assert factors[60] == pytest.approx(0.55)  # halfway down: (1 + 0.1) / 2
-    assert factors[110] == pytest.approx(0.1)  # a tenth of the peak at the end
-    assert all(a > b for a, b in itertools.pairwise(factors[10:]))
-    assert runs.warmup_cosine(0, 5) == pytest.approx(1.0)  # no warm-up
-    assert runs.warmup_cosine(5, 5, floor=0.0) == pytest.approx(0.0)
+def record(**changes):
+    """A run of a tiny model, with `changes` to its fields."""
+    vocab, ids = corpus()
+    fields = dict(name="tiny", model=tiny_model("gru", len(vocab)), loss=streams.CarriedStateLoss(),
+                  batches=partial(streams.contiguous_batches, ids, 3, 8),
+                  optimizer=partial(adam, lr=0.01), steps=10, warmup=2, schedule=warmup_linear,
+                  config=dict(batch_size=3, context=8), data=(ids,))
+    return runs.Run(**fields | changes)
 
 
-def test_warmup_linear_warms_up_then_holds_or_decays():
-    held = [runs.warmup_linear(step, 10, warmup=4) for step in range(10)]
-    assert held == pytest.approx([0.25, 0.5, 0.75, 1, 1, 1, 1, 1, 1, 1])
-    fall = [runs.warmup_linear(step, 10, warmup=4, decay=True) for step in range(10)]
-    assert fall[4:] == pytest.approx([6 / 6, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6])
-    with pytest.raises(ValueError, match=r"warmup must be an int in \[0, steps=10\)"):
-        runs.warmup_linear(0, 10, warmup=10)
-    with pytest.raises(ValueError, match="steps"):
-        runs.warmup_linear(0, 0)
+def test_a_run_checks_its_steps_and_warmup():
+    for steps in (0, -3, 2.5, True, "10"):
+        with pytest.raises(ValueError, match=f"steps must be a positive int, got {steps!r}"):
+            record(steps=steps)
+    for warmup in (-1, 10, 11, 1.5, False, None):
+        with pytest.raises(ValueError, match=r"warmup must be an int in \[0, steps=10\), got "
+                           + f"{warmup!r}"):
+            record(warmup=warmup)
+    with pytest.raises(ValueError, match="warmup=2 needs a schedule .*got schedule=None"):
+        record(schedule=None)
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module, got str"):
+        record(model="lstm")
+    with pytest.raises(TypeError, match="config must be a dict and data a tuple, got list and"):
+        record(config=[("batch_size", 3)])
+    with pytest.raises(TypeError, match="got dict and Tensor"):
+        record(data=torch.zeros(3))  # its rows would be digested one by one
+    with pytest.raises(TypeError, match="seed must be an int"):
+        record(seed=1.0)
+    assert record(warmup=0, schedule=None).warmup == 0  # a constant rate
+
+
+def test_a_run_derives_its_key():
+    base = record()
+    assert len(base.key) == 64 and record().key == base.key  # the same record, the same key
+    assert runs.cache_path(base).name == f"tiny-{base.key[:20]}.pt"
+    vocab, ids = corpus()
+    others = [record(name="other"), record(steps=11), record(warmup=3), record(clip=1.0),
+              record(seed=1), record(own_randomness=True), record(config=dict(batch_size=4)),
+              record(data=(ids.flip(0),)), record(model=tiny_model("gru", len(vocab), seed=1)),
+              record(model=tiny_model("lstm", len(vocab))),
+              record(rng_state=torch.get_rng_state()),
+              record(module="seqlib.experiments.shakespeare")]
+    frozen = tiny_model("gru", len(vocab))
+    frozen.embedding.requires_grad_(False)  # the same weights, fewer of them train
+    others.append(record(model=frozen))
+    keys = [run.key for run in others]
+    assert base.key not in keys and len(set(keys)) == len(keys)  # a changed field, another key
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        base.steps = 20  # a run never changes: its key would no longer be its own
+    assert dataclasses.replace(base, steps=20).key == record(steps=20).key
+
+
+def test_built_is_the_model_or_what_a_function_builds_after_seeding():
+    model = tiny_model("rnn", 5)
+    assert runs.built(model, seed=3) is model
+    first, second = (runs.built(lambda: lm.RecurrentLM("rnn", 5, 3, 4), seed=3)
+                     for _ in range(2))
+    assert all(torch.equal(p, q) for p, q in zip(first.parameters(), second.parameters(),
+                                                  strict=True))
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module or a function that "
+                       "builds one, got str"):
+        runs.built("rnn", seed=0)
 
 
 def rates_of(run):
@@ -87,7 +132,7 @@ def test_a_language_model_run_is_deterministic_and_follows_the_schedule():
                                          dict(CONFIG, steps=120, warmup=10)))
     optimizer = torch.optim.AdamW([torch.zeros(1, requires_grad=True)], lr=CONFIG["lr"])
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: runs.warmup_cosine(s, 120, warmup=10))
+        optimizer, lambda s: warmup_cosine(s, 120, warmup=10))
     before = []
     for _ in range(120):
         before.append(optimizer.param_groups[0]["lr"])
@@ -172,7 +217,7 @@ def test_an_unreadable_cache_file_is_set_aside_and_retrained(monkeypatch, tmp_pa
                                                              damage):
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
     vocab, ids = corpus()
-    config = dict(CONFIG, steps=5)
+    config = dict(CONFIG, steps=5, warmup=2)
     model, history = runs.trained(runs.language_model("tiny", tiny_model("gru", len(vocab)),
                                                       ids, config))
     (path,) = tmp_path.glob("tiny-*.pt")
@@ -262,14 +307,3 @@ def test_trained_together_trains_in_processes_exactly_as_here(monkeypatch, tmp_p
     with pytest.raises(ValueError, match="processes"):
         runs.trained_together([runs.language_model("new", tiny_model("rnn", len(vocab)), ids,
                                                    config)] * 2, processes=0)
-
-
-def test_batch_indices_cover_each_example_once_per_epoch():
-    examples = [("a" * (i % 7 + 1), "x") for i in range(23)]
-    stream = runs.batch_indices(examples, 4, torch.Generator().manual_seed(0), pool=2)
-    epoch = list(itertools.islice(stream, 6))  # 23 examples: 6 batches, the last of 3
-    assert sorted(i for batch in epoch for i in batch) == list(range(23))
-    with pytest.raises(ValueError, match="batch_size"):
-        next(runs.batch_indices(examples, 0, torch.Generator()))
-    with pytest.raises(ValueError, match="empty"):
-        next(runs.batch_indices([], 2, torch.Generator()))

@@ -27,13 +27,14 @@ from functools import partial
 import torch
 from torch import nn
 
-from seqlib.checks import check_ids, check_tgt_in, positive_int
+from seqlib.checks import check_config, check_ids, check_tgt_in, positive_int
 from seqlib.decoding import beam_search, greedy
 from seqlib.experiments import runs
 from seqlib.experiments.digits import HEIGHT, MAX_DIGITS, WIDTH, check_strips, compose, vocab
+from seqlib.experiments.sentences import bleu
 from seqlib.seq2seq import AttentionDecoder, Decoder, reorder_state, teacher_forced_loss
 from seqlib.text import pad_batch
-from seqlib.utils import seed_everything
+from seqlib.training import adam, warmup_linear
 
 BOOK_PROFILE = dict(steps=1200, batch_size=32, lr=3e-3, decay=True)
 FULL_PROFILE = dict(steps=10_000, batch_size=128, lr=1e-3, decay=True)
@@ -188,29 +189,31 @@ def collate(strips) -> dict:
     return {"src": src, "src_mask": src_mask, "tgt_in": tgt[:, :-1], "tgt_out": tgt[:, 1:]}
 
 
-def run(name: str, build, images: torch.Tensor, labels: torch.Tensor, pool, *, steps: int,
-        batch_size: int, lr: float, clip: float | None = 1.0, seed: int = 0, warmup: int = 0,
-        decay: bool = False) -> runs.Run:
-    """The run of the captioner build(), built after seed_everything(seed): fresh strips
-    every step, composed from the digit images `pool` by the run's generator (no strip is
-    seen twice), the loss of teacher forcing (seq2seq.teacher_forced_loss), runs.adam at
-    rate lr with runs.warmup_linear's `warmup` and `decay`, gradients clipped at `clip`."""
-    runs.warmup_linear(0, steps, warmup, decay)  # checks warmup
-    positive_int("batch_size", batch_size)
-    seed_everything(seed)
-    model = build()
+# The settings of `run` (its config): those it needs, and the defaults of the others.
+FIT_KEYS = ("steps", "batch_size", "lr")
+FIT_DEFAULTS = dict(clip=1.0, seed=0, warmup=0, decay=False)
+
+
+def run(name: str, model, data: tuple, config: dict) -> runs.Run:
+    """The run of a captioner (a model, or a function that builds one after
+    seed_everything(config["seed"])) on data = (images, labels, pool): fresh strips every
+    step, composed from the digit images `pool` by the run's generator (no strip is seen
+    twice), the loss of teacher forcing (seq2seq.teacher_forced_loss), Adam at rate
+    config["lr"] with warmup_linear's config["warmup"] and config["decay"], gradients
+    clipped at config["clip"] (FIT_DEFAULTS for the settings config leaves out)."""
+    config = check_config(config, FIT_KEYS, FIT_DEFAULTS, strict=True)
+    positive_int("batch_size", config["batch_size"])
+    model = runs.built(model, config["seed"])
+    images, labels, pool = data
     pool = torch.as_tensor(pool)
-    config = dict(steps=steps, batch_size=batch_size, lr=lr, clip=clip, seed=seed,
-                  warmup=warmup, decay=decay)
     return runs.Run(name, model, teacher_forced_loss,
-                    partial(_strips, images, labels, pool, batch_size,
+                    partial(_strips, images, labels, pool, config["batch_size"],
                             next(model.parameters()).device),
-                    partial(runs.adam, lr=lr), steps,
-                    schedule=partial(runs.warmup_linear, steps=steps, warmup=warmup,
-                                     decay=decay),
-                    clip=clip, seed=seed, rng_state=torch.get_rng_state(),
-                    key=(sorted(config.items()), runs.digest(images[pool], labels[pool])),
-                    module=__name__, desc=type(model).__name__)
+                    partial(adam, lr=config["lr"]), config["steps"], warmup=config["warmup"],
+                    schedule=partial(warmup_linear, decay=config["decay"]),
+                    clip=config["clip"], seed=config["seed"], rng_state=torch.get_rng_state(),
+                    config=config, data=(images[pool], labels[pool]), module=__name__,
+                    desc=type(model).__name__)
 
 
 def _strips(images, labels, pool, batch_size: int, device, generator: torch.Generator):
@@ -243,10 +246,10 @@ def describe(model, images: torch.Tensor, *, method: str = "greedy", beam_size: 
 
 
 def scores(hypotheses: list, strips) -> dict:
-    """Exact-caption accuracy and corpus BLEU (runs.bleu) of the hypotheses by
-    number of digits: {n: {"count", "exact", "bleu"}} for each n present, and "all". BLEU
-    counts n-grams up to 4 words, so a group whose captions all have fewer than 4 words has
-    none (its "bleu" is None)."""
+    """Exact-caption accuracy and corpus BLEU (seqlib.experiments.sentences.bleu) of the
+    hypotheses by number of digits: {n: {"count", "exact", "bleu"}} for each n present, and
+    "all". BLEU counts n-grams up to 4 words, so a group whose captions all have fewer than
+    4 words has none (its "bleu" is None)."""
     references = strips.captions()
     if len(hypotheses) != len(references):
         raise ValueError(f"need one hypothesis per strip, got {len(hypotheses)} for "
@@ -259,5 +262,5 @@ def scores(hypotheses: list, strips) -> dict:
         hyps, refs = [hypotheses[i] for i in keep], [references[i] for i in keep]
         table[n] = {"count": len(keep),
                     "exact": sum(h == r for h, r in zip(hyps, refs, strict=True)) / len(keep),
-                    "bleu": runs.bleu(hyps, refs) if max(lengths[i] for i in keep) >= 4 else None}
+                    "bleu": bleu(hyps, refs) if max(lengths[i] for i in keep) >= 4 else None}
     return table

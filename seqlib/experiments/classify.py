@@ -21,9 +21,10 @@ it):
   blocks (7.31) whose attention ignores padded keys, and the mean of the outputs over the
   real positions.
 
-Tensors are (batch, time, features). A classifier trains through `run` (AdamW, and early
-stopping on a validation set); the experiment on the sentence polarity data set (splits,
-word2vec vectors, cross-validation) is seqlib.experiments.sentiment.
+Tensors are (batch, time, features). A classifier trains through `run(name, model, data,
+config)` (AdamW, and early stopping on a validation set); the experiment on the sentence
+polarity data set (splits, word2vec vectors, cross-validation) is
+seqlib.experiments.sentiment.
 """
 
 import copy
@@ -33,11 +34,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlib.checks import check_source, positive_int
+from seqlib.checks import check_config, check_source, positive_int
 from seqlib.experiments import runs
+from seqlib.experiments.sentences import batch_indices
 from seqlib.gated import GRU, LSTM
 from seqlib.positional import PositionalEmbedding
 from seqlib.text import pad_batch, reverse_padded
+from seqlib.training import adamw
 from seqlib.transformer import TransformerBlock
 
 CLASSES = ("negative", "positive")  # label 0 and 1 of seqlib.experiments.datasets.movie_reviews
@@ -135,9 +138,11 @@ class Classifier(nn.Module):
         return self.head(self.dropout(self.encoder(ids, mask)))  # (B, q) logits
 
 
-def build(kind: str, vocab_size: int, config: dict) -> Classifier:
+def build(kind: str, vocab_size: int, config: dict,
+          vectors: torch.Tensor | None = None) -> Classifier:
     """The classifier of one of KINDS with the sizes of `config` (keys p, hidden (per
-    direction, for each recurrent kind), heads, m, n1, dropout)."""
+    direction, for each recurrent kind), heads, m, n1, dropout), its embedding table
+    started from `vectors` (vocab_size, p) if given."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     p, drop = config["p"], config["dropout"]
@@ -152,7 +157,11 @@ def build(kind: str, vocab_size: int, config: dict) -> Classifier:
         encoder = RecurrentEncoder(vocab_size, p, config["hidden"][kind],
                                    unit=kind.removeprefix("bi"),
                                    bidirectional=kind.startswith("bi"), dropout=drop)
-    return Classifier(encoder, len(CLASSES), dropout=drop)
+    model = Classifier(encoder, len(CLASSES), dropout=drop)
+    if vectors is not None:
+        with torch.no_grad():
+            model.encoder.embedding.weight.copy_(vectors)
+    return model
 
 
 def saliency(model: Classifier, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -182,10 +191,10 @@ def saliency(model: Classifier, ids: torch.Tensor, mask: torch.Tensor) -> torch.
 def batches(ids: list, labels: torch.Tensor, batch_size: int, generator: torch.Generator,
             pool: int = 20):
     """Endless training batches (ids (B, T), mask (B, T), labels (B,)), epoch after epoch,
-    drawn as translation draws them (runs.batch_indices): each epoch shuffles
+    drawn as translation draws them (sentences.batch_indices): each epoch shuffles
     the examples, sorts each run of `pool` batches' worth by length and cuts it into
     batches (similar lengths, so little padding), then shuffles the batches."""
-    for chunk in runs.batch_indices([(s,) for s in ids], batch_size, generator, pool):
+    for chunk in batch_indices([(s,) for s in ids], batch_size, generator, pool):
         yield (*pad_batch([ids[j] for j in chunk]), labels[chunk])
 
 
@@ -245,20 +254,23 @@ class EarlyStopping:
                 "best_step": self.best[2]}
 
 
-def run(name: str, module: str, model: nn.Module, train_set: tuple, val_set: tuple, *,
-        steps: int, batch_size: int, lr: float, weight_decay: float, evals: int,
-        seed: int = 0, key: tuple = ()) -> runs.Run:
-    """The run of a classifier on train_set = (ids, labels): `steps` batches (`batches`,
-    from the run's generator) of the cross-entropy `loss_fn`, runs.adamw at rate lr with
-    `weight_decay`, and EarlyStopping on val_set. Dropout draws from torch's generator as
-    it is when the run is made (after the model is built). `key`: what else the weights
-    depend on (the data's digest, say)."""
-    stopping = EarlyStopping(model, val_set, steps, evals)
-    budget = dict(steps=steps, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-                  evals=evals, seed=seed)
-    return runs.Run(name, model, loss_fn,
-                    partial(batches, *train_set, batch_size), partial(
-                        runs.adamw, lr=lr, weight_decay=weight_decay),
-                    steps, seed=seed, on_step=stopping, finish=stopping.finish,
-                    rng_state=torch.get_rng_state(), key=(sorted(budget.items()), *key),
-                    module=module)
+# The settings of `run` (its config), besides "seed" (0 if left out).
+FIT_KEYS = ("steps", "batch_size", "lr", "weight_decay", "evals")
+
+
+def run(name: str, model, data: tuple, config: dict) -> runs.Run:
+    """The run of a classifier (a model, or a function that builds one after
+    seed_everything(config["seed"])) on data = (train_set, val_set), each (ids, labels):
+    config["steps"] batches of config["batch_size"] (`batches`, from the run's generator)
+    of the cross-entropy `loss_fn`, AdamW at rate config["lr"] with config["weight_decay"],
+    and EarlyStopping on val_set, config["evals"] times. Dropout draws from torch's
+    generator as it is when the run is made (after the model is built)."""
+    config = check_config(config, FIT_KEYS, {"seed": 0})
+    model = runs.built(model, config["seed"])
+    train_set, val_set = data
+    stopping = EarlyStopping(model, val_set, config["steps"], config["evals"])
+    return runs.Run(name, model, loss_fn, partial(batches, *train_set, config["batch_size"]),
+                    partial(adamw, lr=config["lr"], weight_decay=config["weight_decay"]),
+                    config["steps"], seed=config["seed"], on_step=stopping,
+                    finish=stopping.finish, rng_state=torch.get_rng_state(), config=config,
+                    data=(*train_set, *val_set), module=__name__)

@@ -22,10 +22,10 @@ from functools import partial
 import torch
 from torch import nn
 
-from seqlib.checks import positive_int
+from seqlib.checks import check_config, positive_int
 from seqlib.experiments import runs
 from seqlib.gated import UNITS
-from seqlib.utils import seed_everything
+from seqlib.training import adamw, warmup_cosine
 
 
 def check_series(x, name: str = "history", min_length: int = 1) -> torch.Tensor:
@@ -147,26 +147,34 @@ BOOK_PROFILE = {"hidden_size": 32, "length": 60, "batch_size": 32, "steps": 600,
 FULL_PROFILE = {**BOOK_PROFILE, "seeds": tuple(range(10))}
 
 
-def run(unit: str, series: torch.Tensor, config: dict, seed: int, *,
-        period: int | None = 365) -> runs.Run:
-    """The run of a Forecaster of `unit`, built after seed_everything(seed) and normalised
-    with the mean and standard deviation of the 1-D training `series`: teacher forcing
-    (`one_step_loss`) on config["steps"] batches of random windows of the series, drawn
-    from the run's generator, AdamW (no weight decay) at peak rate config["lr"], a linear
-    warm-up then a cosine decay (runs.warmup_cosine), gradients clipped at norm 1."""
-    seed_everything(seed)
-    model = Forecaster(unit, config["hidden_size"], loc=series.mean().item(),
-                       scale=series.std().item(), period=period)
-    steps = config["steps"]
+def forecaster(unit: str, series: torch.Tensor, config: dict,
+               period: int | None = 365) -> Forecaster:
+    """The Forecaster of `unit` with config["hidden_size"] units, normalised with the mean
+    and standard deviation of the 1-D training `series`, with the calendar of `period`."""
+    return Forecaster(unit, config["hidden_size"], loc=series.mean().item(),
+                      scale=series.std().item(), period=period)
+
+
+# The settings of `run` (its config), besides "seed" (0 if left out).
+FIT_KEYS = ("length", "batch_size", "steps", "lr", "warmup_steps")
+
+
+def run(name: str, model, data: torch.Tensor, config: dict) -> runs.Run:
+    """The run of a Forecaster (a model, or a function that builds one after
+    seed_everything(config["seed"]), `forecaster` say) on the 1-D training series `data`:
+    teacher forcing (`one_step_loss`) on config["steps"] batches of config["batch_size"]
+    random windows of config["length"] + 1 values, drawn from the run's generator, AdamW
+    (no weight decay) at peak rate config["lr"], a linear warm-up of config["warmup_steps"]
+    steps then a cosine decay (warmup_cosine), gradients clipped at norm 1."""
+    config = check_config(config, FIT_KEYS, {"seed": 0})
+    model = runs.built(model, config["seed"])
     return runs.Run(
-        f"forecast-{unit}", model, one_step_loss,
-        partial(random_windows, series.to(model.unit.W_yh.dtype), config["length"],
+        name, model, one_step_loss,
+        partial(random_windows, data.to(model.unit.W_yh.dtype), config["length"],
                 config["batch_size"]),
-        partial(runs.adamw, lr=config["lr"], weight_decay=0.0), steps,
-        schedule=partial(runs.warmup_cosine, steps=steps, warmup=config["warmup_steps"]),
-        clip=1.0, seed=seed,
-        key=(sorted((k, v) for k, v in config.items() if k != "seeds"), period,
-             runs.digest(series)), module=__name__)
+        partial(adamw, lr=config["lr"], weight_decay=0.0), config["steps"],
+        warmup=config["warmup_steps"], schedule=warmup_cosine, clip=1.0, seed=config["seed"],
+        config=config, data=(data,), module=__name__)
 
 
 def origins(series: torch.Tensor, first: int, last: int, window: int, horizon: int):

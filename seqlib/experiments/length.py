@@ -14,8 +14,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib import utils
-from seqlib.checks import positive_int
+from seqlib.checks import check_config, positive_int
 from seqlib.experiments import runs
+from seqlib.training import adamw, warmup_cosine
 
 FIT_KEYS = ("lengths", "batch_size", "steps", "lr", "warmup", "symbols", "seed")
 
@@ -49,30 +50,24 @@ def reversal_loss(model: nn.Module, batch: torch.Tensor) -> torch.Tensor:
                            batch[:, n + 1:].reshape(-1))
 
 
-def _check_config(config) -> dict:
-    if not isinstance(config, dict) or any(key not in config for key in FIT_KEYS):
-        raise ValueError(f"config must be a dict with the keys {FIT_KEYS}, got {config!r}")
+def run(name: str, model, config: dict) -> runs.Run:
+    """The run of `model` (a model, or a function that builds one after
+    seed_everything(config["seed"])) on the task, whose data it draws itself:
+    config["steps"] batches of config["batch_size"] task sequences of config["symbols"]
+    symbols, each batch of one length n drawn uniformly from config["lengths"] (shortest,
+    longest), all from the run's generator, seeded with config["seed"]: AdamW at peak rate
+    config["lr"] with warmup_cosine's warm-up of config["warmup"] steps and decay,
+    gradients clipped at norm 1."""
+    config = check_config(config, FIT_KEYS)
     lengths = config["lengths"]
     if not (isinstance(lengths, tuple) and len(lengths) == 2 and 1 <= lengths[0] <= lengths[1]):
         raise ValueError(f"config['lengths'] must be a pair (shortest, longest), 1 <= "
                          f"shortest <= longest, got {lengths!r}")
-    return config
-
-
-def run(name: str, model: nn.Module, config: dict) -> runs.Run:
-    """The run of `model` on the task: config["steps"] batches of config["batch_size"] task
-    sequences, each batch of one length n drawn uniformly from config["lengths"]
-    (shortest, longest), all from the run's generator, seeded with config["seed"]: AdamW at
-    peak rate config["lr"] with runs.warmup_cosine's warm-up and decay, gradients clipped at
-    norm 1."""
-    config = _check_config(config)
-    steps = config["steps"]
+    model = runs.built(model, config["seed"])
     return runs.Run(name, model, reversal_loss,
-                    partial(_batches, config["lengths"], config["batch_size"],
-                            config["symbols"]),
-                    partial(runs.adamw, lr=config["lr"]), steps,
-                    schedule=partial(runs.warmup_cosine, steps=steps, warmup=config["warmup"]),
-                    clip=1.0, seed=config["seed"], key=(sorted(config.items()),),
+                    partial(_batches, lengths, config["batch_size"], config["symbols"]),
+                    partial(adamw, lr=config["lr"]), config["steps"], warmup=config["warmup"],
+                    schedule=warmup_cosine, clip=1.0, seed=config["seed"], config=config,
                     module=__name__, desc="reverse")
 
 

@@ -30,13 +30,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlib.checks import check_source, positive_int
+from seqlib.checks import check_config, check_source, positive_int
 from seqlib.experiments import classify, runs
 from seqlib.experiments.classify import Classifier, TransformerEncoder
+from seqlib.experiments.sentences import batch_indices
 from seqlib.gated import LSTM
 from seqlib.seq2seq import freeze
 from seqlib.text import SPECIALS, pad_batch, reverse_padded
-from seqlib.utils import seed_everything
+from seqlib.training import adamw
 
 IGNORE = -100  # the target of a position that is not predicted (F.cross_entropy's default)
 REGIMES = ("scratch", "frozen", "fine-tuned")
@@ -241,8 +242,8 @@ def mlm_loss(model: MaskedLM, inputs: torch.Tensor, targets: torch.Tensor,
 
 def sentence_batches(ids: list, batch_size: int, generator: torch.Generator):
     """Endless padded batches (ids (B, T), mask (B, T)) of unlabelled sentences, drawn as
-    runs.batch_indices draws them (shuffled, similar lengths together)."""
-    for index in runs.batch_indices([(s,) for s in ids], batch_size, generator, pool=20):
+    batch_indices draws them (shuffled, similar lengths together)."""
+    for index in batch_indices([(s,) for s in ids], batch_size, generator, pool=20):
         yield pad_batch([ids[i] for i in index])
 
 
@@ -275,19 +276,19 @@ class PretrainingLoss:
         return history | (self.parts if self.parts["forward"] else {})
 
 
-def pretraining_run(name: str, model: nn.Module, ids: list, config: dict,
-                    seed: int = 0) -> runs.Run:
+def pretraining_run(name: str, model: nn.Module, ids: list, config: dict) -> runs.Run:
     """The run that pretrains a BiLM or a MaskedLM (`PretrainingLoss`) on the unlabelled
     sentences `ids` (lists of ids): config["steps"] AdamW steps of config["batch_size"]
     sentences at rate config["lr"], gradients clipped at norm 1, dropout on random numbers
-    of its own."""
+    of its own, seeded with config["seed"] (0 if left out)."""
     if not isinstance(model, (BiLM, MaskedLM)):
         raise TypeError(f"model must be a BiLM or a MaskedLM, got {type(model).__name__}")
+    config = check_config(config, ("steps", "batch_size", "lr"), {"seed": 0})
     loss = PretrainingLoss()
     return runs.Run(name, model, loss, partial(_with_generator, ids, config["batch_size"]),
-                    partial(runs.adamw, lr=config["lr"]), config["steps"], clip=1.0,
-                    seed=seed, own_randomness=True, finish=loss.finish,
-                    key=(sorted(config.items()), runs.digest(ids)), module=__name__)
+                    partial(adamw, lr=config["lr"]), config["steps"], clip=1.0,
+                    seed=config["seed"], own_randomness=True, finish=loss.finish,
+                    config=config, data=(ids,), module=__name__)
 
 
 def transfer_model(base: nn.Module, regime: str, *, dropout: float = 0.5) -> Classifier:
@@ -316,10 +317,7 @@ def transfer_run(name: str, base: nn.Module, regime: str, train_set: tuple, val_
     """The run that trains `transfer_model(base, regime)` (its head started after
     seed_everything(seed)) as a classifier (classify.run: AdamW and early stopping on
     val_set) on train_set (ids, labels) with `budget` (steps, batch_size, lr, weight_decay,
-    evals). The weights it starts from are part of the run's key."""
-    seed_everything(seed)  # the head's start
-    model = transfer_model(base, regime)
-    data = runs.digest(regime, train_set[0], train_set[1], val_set[0], val_set[1],
-                       *base.state_dict().values())
-    return classify.run(name, __name__, model, train_set, val_set, seed=seed, key=(data,),
-                        **budget)
+    evals). The weights it starts from, those of `base` among them, are part of the run's
+    key."""
+    return classify.run(name, partial(transfer_model, base, regime), (train_set, val_set),
+                        budget | {"seed": seed})

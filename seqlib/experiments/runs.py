@@ -1,22 +1,27 @@
-"""What every experiment shares: one way to describe a training run, train it, keep it and
-train several at once.
+"""What every experiment shares: one record of a training run, its training, the model
+cache, and several runs trained at once.
 
-- A run is one record, `Run`: its model (built after `seed_everything(seed)`, the one
-  seeding rule of the book, and moved to its device), its data (`batches(generator)`, the
-  batches of a CPU generator seeded with the run's seed), its loss, optimizer (`adam` or
-  `adamw`) and learning-rate schedule (`warmup_linear` or `warmup_cosine`, the one family),
-  its steps and clipping, and whether its dropout draws random numbers of its own.
+- A run is one record, `Run`: its model, its data (`batches(generator)`, the batches of a
+  CPU generator seeded with the run's seed), its loss, optimizer and learning-rate schedule
+  (seqlib.training's `adam` or `adamw`, `warmup_linear` or `warmup_cosine`), its steps and
+  warm-up, clipping, seed and randomness, and what else its weights depend on: `config`
+  (its settings) and `data` (what it trains on). Making the record checks the steps and
+  the warm-up and derives its key in the model cache, `run.key`, here and nowhere else:
+  the run's name, the model (class, repr, plain attributes, the weights it starts from
+  and which of them train), the record's fields, config and a digest of data, the seed
+  (offset by SEQLIB_SEED), the device, dtype, CPU threads and kernel settings (sums round
+  differently with each), torch's version, and the source of the chapter library, of
+  this module, of the modules of the model's class and of the experiment, and of the
+  modules of seqlib.experiments they use, so that editing one page's experiment retrains
+  that page's models only.
+- An experiment's run is `run(name, model, data, config)`: `built(model, seed)` is the
+  model it trains, `model` itself or what a function builds after seed_everything(seed).
 - `fit(run)` trains it with seqlib.train. `trained(run)` does so once and keeps the result
-  in the model cache: an identical run, on this page or another, loads it instead. The
-  cache key is derived from the record here and nowhere else: the run's name and key (its
-  data and configuration), the model (class, repr, plain attributes), the seed (offset by
-  SEQLIB_SEED), the device, dtype, CPU threads and kernel settings (sums round differently
-  with each), torch's version, and the source of the chapter library, of this module, of
-  the modules of the model's class and of the experiment, and of the modules of
-  seqlib.experiments they use, so that editing one page's experiment retrains that page's
-  models only.
+  in the model cache: an identical run, on this page or another, loads it instead.
 - `trained_together(runs)` trains the runs the cache lacks at the same time, one worker
   process each.
+- `language_model(name, model, train_ids, config)` is the run of a language model on one
+  long text, which several pages share.
 - `profile(book, full)` is the one switch between the book profile and the full one
   (`SEQLIB_FULL=1`, for a GPU).
 """
@@ -24,7 +29,6 @@ train several at once.
 import contextlib
 import copy
 import hashlib
-import math
 import multiprocessing
 import os
 import pathlib
@@ -41,11 +45,10 @@ from filelock import FileLock
 from torch import nn
 
 from seqlib import kernels
-from seqlib.checks import positive_int
+from seqlib.checks import check_config, check_warmup, positive_int
 from seqlib.experiments import streams
-from seqlib.text import word_tokenize
-from seqlib.training import train
-from seqlib.utils import book_seed, generator
+from seqlib.training import adamw, train, warmup_cosine
+from seqlib.utils import book_seed, generator, seed_everything
 
 LIBRARY = pathlib.Path(__file__).resolve().parents[1]  # the chapter library: seqlib/*.py
 
@@ -56,58 +59,24 @@ def profile(book: dict, full: dict) -> dict:
     return copy.deepcopy(full if os.environ.get("SEQLIB_FULL") == "1" else book)
 
 
-# ---- the learning-rate schedules: the rate of step s as a fraction of the peak ----------
-
-def warmup_linear(step: int, steps: int, warmup: int = 0, decay: bool = False) -> float:
-    """A linear warm-up from 1 / warmup to 1 over the first `warmup` steps, then 1, or with
-    `decay` a linear fall to 1 / (steps - warmup) at the last step (to 0 just after it)."""
-    positive_int("steps", steps)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < steps:
-        raise ValueError(f"warmup must be an int in [0, steps={steps}), got {warmup!r}")
-    if step < warmup:
-        return (step + 1) / warmup
-    return (steps - step) / (steps - warmup) if decay else 1.0
-
-
-def warmup_cosine(step: int, steps: int, warmup: int = 0, floor: float = 0.1) -> float:
-    """A linear warm-up over the first `warmup` steps, then a cosine decay from 1 to `floor`
-    at step `steps`."""
-    if step < warmup:
-        return (step + 1) / warmup
-    progress = (step - warmup) / max(1, steps - warmup)
-    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
-
-
-# ---- the optimizers ---------------------------------------------------------------------
-
-def adam(model: nn.Module, lr: float) -> torch.optim.Adam:
-    """Adam at rate lr on the parameters that train (a frozen part's are left out)."""
-    return torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
-
-
-def adamw(model: nn.Module, lr: float, weight_decay: float = 0.01,
-          beta2: float = 0.999) -> torch.optim.AdamW:
-    """AdamW at rate lr on every parameter; AdamW's own defaults for the rest."""
-    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, beta2),
-                             weight_decay=weight_decay)
-
-
 # ---- a run --------------------------------------------------------------------------------
 
-@dataclass
+@dataclass(frozen=True)
 class Run:
-    """One training run. `batches` is
-    called with the run's generator, `torch.Generator().manual_seed(seed)`, and returns the
-    batches: an iterable, or a function step -> batch. `loss(model, batch)` is a scalar;
-    `optimizer(model)` and `schedule(step)` (a fraction of the optimizer's rate) are as
-    seqlib.train takes them. Dropout draws from torch's global generator: with
-    `own_randomness` from one seeded with `seed` (and left as it was after the run), else
-    from `rng_state`, the state it had when the model was built, if given (so that a run
-    trains alike here and in a worker process). `on_step(step, history)` runs after every
-    step and may return True to stop; `finish(history)` after the last one returns the
-    history to keep (for example after restoring the best weights). `key` is what else the
-    trained weights depend on (configuration, data: `digest` them); `module`, the
-    experiment's module (its __name__) when its code shapes the run (data, loss)."""
+    """One training run, never changed once made (its key would no longer be its own).
+    `batches` is called with the run's generator, `torch.Generator().manual_seed(seed)`,
+    and returns the batches: an iterable, or a function step -> batch. `loss(model, batch)`
+    is a scalar; `optimizer(model)` is as seqlib.train takes it; `schedule(step, steps,
+    warmup)`, the fraction of the optimizer's rate at a step, `warmup` steps of warm-up (0
+    without one). Dropout draws from torch's global generator: with `own_randomness` from
+    one seeded with `seed` (and left as it was after the run), else from `rng_state`, the
+    state it had when the model was built, if given (so that a run trains alike here and in
+    a worker process). `on_step(step, history)` runs after every step and may return True
+    to stop; `finish(history)` after the last one returns the history to keep (for example
+    after restoring the best weights). `config`, the settings the run was made from, and
+    `data`, what it trains on (tensors, lists, strings: digested), go into the key;
+    `module`, the experiment's module (its __name__), when its code shapes the run (data,
+    loss); `desc`, the label of the progress bar (by default the name)."""
 
     name: str
     model: nn.Module
@@ -115,16 +84,47 @@ class Run:
     batches: Callable[[torch.Generator], Iterable | Callable]
     optimizer: Callable[[nn.Module], torch.optim.Optimizer]
     steps: int
-    schedule: Callable[[int], float] | None = None
+    warmup: int = 0
+    schedule: Callable[..., float] | None = None
     clip: float | None = None
     seed: int = 0
     own_randomness: bool = False
+    rng_state: torch.Tensor | None = None
     on_step: Callable | None = None
     finish: Callable[[dict], dict] | None = None
-    key: tuple = field(default_factory=tuple)
-    rng_state: torch.Tensor | None = None
+    config: dict = field(default_factory=dict)
+    data: tuple = ()
     module: str | None = None
     desc: str | None = None
+    key: str = field(init=False)  # the hash of everything the trained weights depend on
+
+    def __post_init__(self):
+        if not isinstance(self.model, nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(self.model).__name__}")
+        check_warmup(self.warmup, positive_int("steps", self.steps))
+        if self.warmup and self.schedule is None:
+            raise ValueError(f"warmup={self.warmup} needs a schedule (warmup_linear or "
+                             "warmup_cosine), got schedule=None")
+        if not isinstance(self.config, dict) or not isinstance(self.data, tuple):
+            raise TypeError(f"config must be a dict and data a tuple, got "
+                            f"{type(self.config).__name__} and {type(self.data).__name__}")
+        object.__setattr__(self, "key", _key(self))
+
+    def rate(self, step: int) -> float:
+        """The fraction of the optimizer's rate at `step`: schedule(step, steps, warmup)."""
+        return self.schedule(step, steps=self.steps, warmup=self.warmup)
+
+
+def built(model, seed: int) -> nn.Module:
+    """The model of a run: `model` itself, or what the function `model` builds after
+    seed_everything(seed), the one seeding rule of the book."""
+    if isinstance(model, nn.Module):
+        return model
+    if not callable(model):
+        raise TypeError(f"model must be a torch.nn.Module or a function that builds one, "
+                        f"got {type(model).__name__}")
+    seed_everything(seed)
+    return model()
 
 
 def fit(run: Run, progress: bool = False) -> dict:
@@ -138,8 +138,8 @@ def fit(run: Run, progress: bool = False) -> dict:
     with randomness:
         history = train(run.model, run.loss, batches, steps=run.steps,
                         optimizer=run.optimizer(run.model), clip=run.clip,
-                        schedule=run.schedule, on_step=run.on_step, progress=progress,
-                        desc=run.desc or run.name)
+                        schedule=None if run.schedule is None else run.rate,
+                        on_step=run.on_step, progress=progress, desc=run.desc or run.name)
     return history if run.finish is None else run.finish(history)
 
 
@@ -210,19 +210,16 @@ def language_model(name: str, model: nn.Module, train_ids: torch.Tensor, config:
     a warm-up of config["warmup"] steps then a cosine decay to a tenth (`warmup_cosine`),
     gradients clipped at norm 1, and dropout on random numbers of its own, seeded with
     config.get("seed", 0). Pages that train the same model alike share the run."""
-    if not isinstance(config, dict) or any(k not in config for k in LANGUAGE_MODEL_KEYS):
-        raise ValueError(f"config must be a dict with the keys {LANGUAGE_MODEL_KEYS}, "
-                         f"got {config!r}")
+    config = check_config(config, LANGUAGE_MODEL_KEYS)
     streams.check_stream(train_ids, config["batch_size"], config["context"], name="train_ids")
     ids = train_ids.to(next(model.parameters()).device)
-    steps = config["steps"]
     return Run(name, model, streams.CarriedStateLoss(),
                partial(_stream, ids, config["batch_size"], config["context"]),
                partial(adamw, lr=config["lr"], weight_decay=config.get("weight_decay", 0.01),
                        beta2=config.get("beta2", 0.999)),
-               steps, schedule=partial(warmup_cosine, steps=steps, warmup=config["warmup"]),
-               clip=1.0, seed=config.get("seed", 0), own_randomness=True, on_step=on_step,
-               finish=finish, key=(sorted(config.items()), digest(train_ids)), module=module)
+               config["steps"], warmup=config["warmup"], schedule=warmup_cosine, clip=1.0,
+               seed=config.get("seed", 0), own_randomness=True, on_step=on_step,
+               finish=finish, config=config, data=(train_ids,), module=module)
 
 
 def _stream(ids: torch.Tensor, batch_size: int, context: int, generator) -> Iterable:
@@ -260,23 +257,31 @@ def _sources(run: Run) -> list[bytes]:
     return [path.read_bytes() for path in sorted(files)]
 
 
-def cache_path(run: Run) -> pathlib.Path:
-    """The file in which `trained` keeps the run, trained or not yet: named after the run
-    and the hash of everything its weights depend on."""
-    if not isinstance(run.model, nn.Module):
-        raise TypeError(f"run.model must be a torch.nn.Module, got {type(run.model).__name__}")
+def _key(run: Run) -> str:
+    """The hash of everything the trained weights of `run` depend on (the module's
+    docstring lists them)."""
     model = run.model
     parameter = next(model.parameters())
     attributes = {k: v for k, v in sorted(vars(model).items())  # e.g. reverse_source
                   if isinstance(v, (bool, int, float, str)) and k != "training"}
-    settings = [run.steps, run.clip, book_seed(run.seed), run.own_randomness,
+    settings = [run.steps, run.warmup, run.clip, book_seed(run.seed), run.own_randomness,
                 parameter.device.type, parameter.dtype, torch.get_num_threads(),
                 torch.__version__, kernels.settings(), torch.backends.cpu.get_cpu_capability()]
+    frozen = [name for name, p in model.named_parameters() if not p.requires_grad]
+    start = digest(*model.state_dict().values(),  # the weights it starts from
+                   *([] if run.rng_state is None else [run.rng_state]))
     h = hashlib.sha256()
-    for part in [run.name, type(model).__qualname__, repr(model), attributes, *settings,
-                 *run.key, *_sources(run)]:
+    for part in [run.name, type(model).__qualname__, repr(model), attributes, frozen,
+                 *settings, sorted(run.config.items()), digest(*run.data), start,
+                 *_sources(run)]:
         h.update((part if isinstance(part, bytes) else repr(part).encode()) + b"\0")
-    return cache_dir() / f"{run.name}-{h.hexdigest()[:20]}.pt"
+    return h.hexdigest()
+
+
+def cache_path(run: Run) -> pathlib.Path:
+    """The file in which `trained` keeps the run, trained or not yet: named after the run
+    and its key."""
+    return cache_dir() / f"{run.name}-{run.key[:20]}.pt"
 
 
 def digest(*parts) -> str:
@@ -347,46 +352,3 @@ def own_randomness(seed: int, device: torch.device):
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         torch.manual_seed(book_seed(seed))
         yield
-
-
-# ---- what several experiments use ---------------------------------------------------------
-
-def batch_indices(examples: list, batch_size: int, generator: torch.Generator,
-                  pool: int = 50):
-    """Endless lists of the indices of one batch of examples: each epoch, the examples are
-    shuffled, cut into pools of `pool` batches, sorted by length (of their first part, a
-    source sentence) inside a pool (little padding), cut into batches, and the batches are
-    shuffled. Every draw comes from `generator`."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    if len(examples) == 0:
-        raise ValueError("examples is empty: there is nothing to batch")
-    while True:
-        order = torch.randperm(len(examples), generator=generator).tolist()
-        chunk, epoch = batch_size * pool, []
-        for i in range(0, len(order), chunk):
-            part = sorted(order[i:i + chunk], key=lambda j: len(examples[j][0]))
-            epoch += [part[k:k + batch_size] for k in range(0, len(part), batch_size)]
-        for b in torch.randperm(len(epoch), generator=generator).tolist():
-            yield epoch[b]
-
-
-def _tokens(sentence: str) -> str:
-    """Lower-case word_tokenize tokens joined by spaces; <unk> (and other <...>) kept whole."""
-    return " ".join(w if w.startswith("<") and w.endswith(">") else " ".join(word_tokenize(w))
-                    for w in sentence.split())
-
-
-def bleu(hypotheses: list, references: list) -> float:
-    """Corpus BLEU (0-100) with sacrebleu, one reference per sentence, on lower-case
-    word_tokenize tokens (tokenize="none": the text is already tokenised)."""
-    import sacrebleu  # loaded only where BLEU is asked for
-
-    if isinstance(hypotheses, str) or isinstance(references, str):
-        raise TypeError("hypotheses and references must be lists of sentences, not a str")
-    if len(hypotheses) != len(references) or not hypotheses:
-        raise ValueError(f"need as many hypotheses as references (at least one), got "
-                         f"{len(hypotheses)} and {len(references)}")
-    return sacrebleu.corpus_bleu([_tokens(h) for h in hypotheses],
-                                 [[_tokens(r) for r in references]], tokenize="none",
-                                 force=True).score

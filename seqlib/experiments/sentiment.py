@@ -7,9 +7,10 @@ seqlib.experiments.classify.
   (`stratified_split`); the data set has no official split;
 - `prepare`: word tokens and a vocabulary of the training sentences only (words seen fewer
   than min_freq times there become <unk>), ids of every sentence;
-- `run`: a classifier's training run (classify.run: AdamW on batches of sentences of
-  similar lengths, the validation accuracy measured a few times, and the best of those
-  checkpoints kept; the test set is never looked at), trained by runs.trained;
+- a classifier (classify.build, started from word2vec vectors or not) trains through
+  classify.run (AdamW on batches of sentences of similar lengths, the validation accuracy
+  measured a few times, and the best of those checkpoints kept; the test set is never
+  looked at), and runs.trained;
 - `word2vec`: Section 7.1's skip-gram vectors, trained on the training sentences only;
 - `log_odds` of a trained classifier, and `stack`, a logistic regression on the log-odds of
   several classifiers fitted on the validation split (with NBSVM of seqlib.experiments.ngrams);
@@ -31,6 +32,7 @@ from seqlib.experiments.classify import build, predict
 from seqlib.experiments.ngrams import NBSVM
 from seqlib.experiments.word2vec import noise_distribution, sample_negatives, subsample
 from seqlib.text import word_tokenize, word_vocab
+from seqlib.training import adam
 from seqlib.utils import generator, seed_everything
 
 # Model sizes (p the embedding size, hidden the m~ of each direction, chosen so that the
@@ -41,7 +43,6 @@ BOOK_PROFILE = dict(min_freq=2, p=128, hidden={"lstm": 64, "bilstm": 38, "bigru"
                     heads=2, m=16, n1=128, dropout=0.5, steps=680, batch_size=50, lr=5e-3,
                     weight_decay=0.01, evals=8, w2v_steps=600)
 FULL_PROFILE = {**BOOK_PROFILE, "steps": 1020, "evals": 12, "w2v_steps": 1200}
-FIT_KEYS = ("steps", "batch_size", "lr", "weight_decay", "evals")
 
 
 def stratified_folds(labels, k: int, seed: int = 0) -> list[torch.Tensor]:
@@ -125,24 +126,6 @@ def score_accuracy(scores: torch.Tensor, labels: torch.Tensor) -> float:
     return ((scores > 0).long() == labels).double().mean().item()
 
 
-def run(kind: str, vocab, train_set: tuple, val_set: tuple, config: dict, *,
-        vectors: torch.Tensor | None = None, seed: int = 0) -> runs.Run:
-    """The run of the classifier `classify.build(kind, len(vocab), config)`, built after
-    seed_everything(seed), its embedding table started from `vectors` (V, p) if given,
-    trained by classify.run with the budget of `config` (early stopping on val_set)."""
-    seed_everything(seed)
-    model = build(kind, len(vocab), config)
-    if vectors is not None:
-        with torch.no_grad():
-            model.encoder.embedding.weight.copy_(vectors)
-    name = f"sentiment-{kind}" + ("-word2vec" if vectors is not None else "")
-    data = runs.digest(vocab.itos, train_set[0], train_set[1], val_set[0], val_set[1],
-                       "none" if vectors is None else vectors)
-    return classify.run(name, __name__, model, train_set, val_set, seed=seed,
-                        key=(sorted(config.items()), data),
-                        **{k: config[k] for k in FIT_KEYS})
-
-
 def word2vec(ids: list, vocab_size: int, dim: int, *, window: int = 3, K: int = 5,
              steps: int = 600, batch_size: int = 4096, lr: float = 0.02, threshold: float = 1e-3,
              seed: int = 0) -> torch.Tensor:
@@ -151,15 +134,14 @@ def word2vec(ids: list, vocab_size: int, dim: int, *, window: int = 3, K: int = 
     the unigram^(3/4) distribution, Adam) through runs.trained. Pairs never cross a
     sentence boundary or involve <empty> (0) or <unk> (1); rows of words never seen keep
     their small uniform start."""
-    options = dict(window=window, K=K, steps=steps, batch_size=batch_size, lr=lr,
-                   threshold=threshold, seed=seed)
+    options = dict(window=window, K=K, batch_size=batch_size, lr=lr, threshold=threshold)
     seed_everything(seed)  # the start of the tables
     model = SkipGram(vocab_size, dim)
     model, _ = runs.trained(runs.Run(
         "sentiment-word2vec", model, _skipgram_loss,
         partial(_skipgram_batches, ids, vocab_size, window, K, batch_size, threshold),
-        partial(runs.adam, lr=lr), steps, seed=seed,
-        key=(sorted(options.items()), runs.digest(ids)), module=__name__, desc="skip-gram"))
+        partial(adam, lr=lr), steps, seed=seed, config=options, data=(ids,),
+        module=__name__, desc="skip-gram"))
     return model.vectors.clone()
 
 
@@ -213,8 +195,9 @@ def cross_validate(pairs: list, config: dict, *, kind: str = "lstm", k: int = 10
         train_set = subset(ids, labels, train_index)
         vectors = word2vec(train_set[0], len(vocab), config["p"], steps=config["w2v_steps"],
                            seed=seed)
-        model, history = runs.trained(run(kind, vocab, train_set, subset(ids, labels, val),
-                                          config, vectors=vectors, seed=seed))
+        model, history = runs.trained(classify.run(
+            f"sentiment-{kind}-word2vec", partial(build, kind, len(vocab), config, vectors),
+            (train_set, subset(ids, labels, val)), config | {"seed": seed}))
         nbsvm = NBSVM().fit([tokens[j] for j in train_index.tolist()], labels[train_index])
         val_scores, test_scores = (
             both_scores(model, nbsvm, subset(ids, labels, index)[0],

@@ -10,7 +10,7 @@ trains the same model with the same configuration shares it through the model ca
   Section 7.5 (seqlib.lm.TransformerLM): "arch" are its constructor's arguments,
   "fit" the configuration of its run. The book profile trains on the batches and steps of
   BOOK_PROFILE; the full profile is nanoGPT's shakespeare_char configuration, for a GPU
-  (`python -m seqlib.experiments.run char-lm` trains it on one or more).
+  (`python -m seqlib.experiments.distributed char-lm` trains it on one or more).
 
 The recurrent models are compared at one size: `parameter_count` counts a model's
 parameters, `matched_hidden_size` gives each unit the state size that matches the LSTM's

@@ -7,6 +7,8 @@ A block's gradient norm is the 2-norm of the gradients of all its parameters tog
 (next to the embeddings) to last (next to the output layer).
 """
 
+from dataclasses import replace
+
 import torch
 from torch import nn
 
@@ -69,5 +71,4 @@ def recorded_run(name: str, model: nn.Module, train_ids: torch.Tensor,
     recorder = Recorder(model, val_ids, config)
     run = runs.language_model(name, model, train_ids, config, module=__name__,
                               on_step=recorder, finish=recorder.finish)
-    run.key = (*run.key, runs.digest(val_ids))
-    return run
+    return replace(run, data=(*run.data, val_ids))  # what it records depends on them too

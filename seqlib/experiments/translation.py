@@ -7,11 +7,13 @@
   learned on the training split), vocabularies built on the training split only, ids;
   targets framed by <start>/<stop>.
 - `batches`: shuffled, length-bucketed batches drawn with an explicit torch.Generator
-  (runs.batch_indices), padded with <empty> and with masks (True at real tokens).
-- `run`: the training run of a model (seqlib.experiments.runs.Run), the masked
-  cross-entropy with Adam; runs.trained trains it once and caches it.
-- `translate`: greedy, beam or sampled translations as lower-case tokenised text; BLEU is
-  runs.bleu, and `bleu_by_length` by source length.
+  (seqlib.experiments.sentences.batch_indices), padded with <empty> and with masks (True
+  at real tokens).
+- `run(name, model, data, config)`: the training run of a model
+  (seqlib.experiments.runs.Run), the masked cross-entropy with Adam; runs.trained trains
+  it once and caches it.
+- `translate`: greedy, beam or sampled translations as lower-case tokenised text; `bleu`
+  (of seqlib.experiments.sentences) scores them, and `bleu_by_length` by source length.
 """
 
 from dataclasses import dataclass
@@ -19,15 +21,16 @@ from functools import partial
 from itertools import pairwise
 
 import torch
-from torch import nn
 
+from seqlib.checks import check_config
 from seqlib.data import multi30k
 from seqlib.decoding import beam_search, greedy, sample
 from seqlib.experiments import runs
 from seqlib.experiments.bpe import BPE
+from seqlib.experiments.sentences import batch_indices, bleu
 from seqlib.seq2seq import teacher_forced_loss
 from seqlib.text import UNK, Vocab, pad_batch, word_tokenize, word_vocab
-from seqlib.utils import seed_everything
+from seqlib.training import adam, warmup_linear
 
 # The configurations, shared by the pages so that their models (and cache keys) agree: the
 # book profile runs on a laptop CPU, SEQLIB_FULL=1 selects a GPU one (runs.profile).
@@ -36,8 +39,8 @@ FULL_PROFILE = dict(min_freq=2, embed=256, hidden=512, batch_size=128, steps=20_
 # The transformer of Fig. 7.16 in its full configuration, for a GPU: "arch" are the arguments
 # of seqlib.transformer.Transformer, "fit" those of `run`, on the data of
 # multi30k_data(min_freq=FULL_PROFILE["min_freq"]). Under 10M parameters for German to
-# English; `python -m seqlib.experiments.run translation-de-en` trains it on one or more
-# GPUs.
+# English; `python -m seqlib.experiments.distributed translation-de-en` trains it on one or
+# more GPUs.
 TRANSFORMER_FULL_PROFILE = {
     "arch": dict(p=256, heads=8, n1=512, num_layers=3, dropout=0.1),
     "fit": dict(steps=8000, batch_size=128, lr=1e-3, clip=1.0, seed=0, warmup=800,
@@ -145,8 +148,8 @@ def collate(examples: list) -> dict:
 
 
 def batches(examples: list, batch_size: int, generator: torch.Generator, pool: int = 50):
-    """Endless shuffled batches (`collate`) of the examples runs.batch_indices draws."""
-    for index in runs.batch_indices(examples, batch_size, generator, pool):
+    """Endless shuffled batches (`collate`) of the examples batch_indices draws."""
+    for index in batch_indices(examples, batch_size, generator, pool):
         yield collate([examples[j] for j in index])
 
 
@@ -156,34 +159,32 @@ def draws(examples: list, batch_size: int, device, generator: torch.Generator):
             for batch in batches(examples, batch_size, generator))
 
 
-def run(name: str, build, data: TranslationData, *, steps: int, batch_size: int, lr: float,
-        clip: float | None = 1.0, seed: int = 0, warmup: int = 0, decay: bool = False,
-        label_smoothing: float = 0.0, device=None) -> runs.Run:
-    """The run (seqlib.experiments.runs) that trains a model, `build()` built after
-    seed_everything(seed) (or `build` itself, a model already built), moved to `device` if
-    given, on data.ids["train"]: `steps`
-    batches of `batch_size` pairs drawn by `draws` from the run's generator, runs.adam at
-    rate lr, all along or with `warmup` steps and `decay` (runs.warmup_linear: transformers
-    learn worse at full rate from their first step), the loss of teacher forcing (the masked
-    cross-entropy, with `label_smoothing` epsilon), gradients clipped at `clip`."""
-    runs.warmup_linear(0, steps, warmup, decay)  # checks warmup
-    if not isinstance(build, nn.Module):
-        seed_everything(seed)
-    model = build if isinstance(build, nn.Module) else build()
-    model = model if device is None else model.to(device)
-    device = next(model.parameters()).device
-    loss = teacher_forced_loss if label_smoothing == 0.0 else partial(
-        teacher_forced_loss, label_smoothing=label_smoothing)
-    config = dict(steps=steps, batch_size=batch_size, lr=lr, clip=clip, seed=seed,
-                  warmup=warmup, decay=decay, label_smoothing=label_smoothing)
+# The settings of `run` (its config): those it needs, and the defaults of the others.
+FIT_KEYS = ("steps", "batch_size", "lr")
+FIT_DEFAULTS = dict(clip=1.0, seed=0, warmup=0, decay=False, label_smoothing=0.0)
+
+
+def run(name: str, model, data: TranslationData, config: dict) -> runs.Run:
+    """The run (seqlib.experiments.runs) that trains `model` (a model, or a function that
+    builds one after seed_everything(config["seed"])) on data.ids["train"]:
+    config["steps"] batches of config["batch_size"] pairs drawn by `draws` from the run's
+    generator, Adam at rate config["lr"], all along or with config["warmup"] steps and
+    config["decay"] (warmup_linear: transformers learn worse at full rate from their first
+    step), the loss of teacher forcing (the masked cross-entropy, with
+    config["label_smoothing"] epsilon), gradients clipped at config["clip"] (FIT_DEFAULTS
+    for the settings config leaves out)."""
+    config = check_config(config, FIT_KEYS, FIT_DEFAULTS, strict=True)
+    model = runs.built(model, config["seed"])
+    smoothing = config["label_smoothing"]
+    loss = teacher_forced_loss if smoothing == 0.0 else partial(
+        teacher_forced_loss, label_smoothing=smoothing)
     return runs.Run(name, model, loss,
-                    partial(draws, data.ids["train"], batch_size, device),
-                    partial(runs.adam, lr=lr), steps,
-                    schedule=partial(runs.warmup_linear, steps=steps, warmup=warmup,
-                                     decay=decay),
-                    clip=clip, seed=seed, rng_state=torch.get_rng_state(),
-                    key=(sorted(config.items()), data.src_vocab.itos, data.tgt_vocab.itos,
-                         runs.digest(data.ids["train"])), module=__name__,
+                    partial(draws, data.ids["train"], config["batch_size"],
+                            next(model.parameters()).device),
+                    partial(adam, lr=config["lr"]), config["steps"], warmup=config["warmup"],
+                    schedule=partial(warmup_linear, decay=config["decay"]),
+                    clip=config["clip"], seed=config["seed"], rng_state=torch.get_rng_state(),
+                    config=config, data=(data.ids["train"],), module=__name__,
                     desc=type(model).__name__)
 
 
@@ -236,6 +237,6 @@ def bleu_by_length(hypotheses: list, references: list, src_lengths: list, edges)
         keep = [i for i, n in enumerate(src_lengths) if low <= n < high]
         if keep:
             rows.append({"low": low, "high": high, "count": len(keep),
-                         "bleu": runs.bleu([hypotheses[i] for i in keep],
-                                      [references[i] for i in keep])})
+                         "bleu": bleu([hypotheses[i] for i in keep],
+                                  [references[i] for i in keep])})
     return rows

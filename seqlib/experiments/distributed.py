@@ -3,28 +3,31 @@ PyTorch's own engine: `torchrun` starts one process per device, DistributedDataP
 (DDP) averages their gradients (NCCL on GPUs, gloo on CPUs), and seqlib.train runs the
 steps.
 
-    python -m seqlib.experiments.run translation-de-en              # one GPU or the CPU
-    torchrun --standalone --nproc_per_node=8 -m seqlib.experiments.run char-lm   # 8 GPUs
+    python -m seqlib.experiments.distributed translation-de-en         # one GPU or the CPU
+    torchrun --standalone --nproc_per_node=8 -m seqlib.experiments.distributed char-lm  # 8 GPUs
     torchrun --nnodes=2 --nproc_per_node=8 --rdzv-backend=c10d --rdzv-endpoint=HOST:29500 \\
-        --rdzv-id=de-en -m seqlib.experiments.run translation-de-en  # on each of 2 machines
+        --rdzv-id=de-en -m seqlib.experiments.distributed translation-de-en  # on 2 machines
 
 The experiments (`EXPERIMENTS`, beyond the chapter's text) are full profiles of the
 chapters of Sections 7.4 and 7.5: the transformer of Fig. 7.16 from German to English
 (`translation-de-en`) and from English to French (`translation-en-fr`), the encoder-decoder
 with attention of Fig. 7.10 from German to English (`attention-de-en`), and the
-decoder-only transformer on tiny Shakespeare (`char-lm`). `--set key=value` changes one
-entry of the configuration (`--set steps=100`); `--tf32` trains with TF32 matrix products
-on GPUs that have them.
+decoder-only transformer on tiny Shakespeare (`char-lm`). Each is the run the chapters
+train, the runs.Run of translation.run or runs.language_model: its model, batches, loss,
+optimizer, schedule, steps and clipping. `--set key=value` changes one entry of the
+configuration (`--set steps=100`); `--tf32` trains with TF32 matrix products on GPUs that
+have them.
 
-- Every process draws the same global batch, from a generator seeded as in one-process
+- Every process draws the same global batch, from the run's generator as in one-process
   training, and keeps its share of the rows (a deterministic sharding): the run sees the
   batches of one process, whatever the number of processes, and each share's loss is
   weighted so that DDP's average of the gradients is the gradient of the whole batch.
 - Only rank 0 prints, shows a progress bar and reads and writes the folder `--out`. It
   writes a checkpoint every `--checkpoint-every` steps, atomically (`save_atomic` of
-  seqlib.experiments.runs); a run started again with the same `--out` continues from the last one,
-  on any number of processes. The randomness of dropout at step s comes from a generator
-  seeded with (seed, s, rank), so a resumed run is the run that was not interrupted.
+  seqlib.experiments.runs); a run started again with the same `--out` continues from the
+  last one, on any number of processes. The randomness of dropout at step s comes from a
+  generator seeded with (seed, s, rank), so a resumed run is the run that was not
+  interrupted.
 - At the end, rank 0 evaluates the model (validation loss; BLEU on test_2016_flickr for
   translation) and writes model.pt and results.json; `load` rebuilds the trained model.
 """
@@ -35,7 +38,6 @@ import json
 import math
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -52,25 +54,54 @@ from seqlib.seq2seq import AttentionSeq2Seq, teacher_forced_loss
 from seqlib.text import char_vocab
 from seqlib.training import train
 from seqlib.transformer import Transformer
-from seqlib.utils import book_seed, default_device, generator, seed_everything
+from seqlib.utils import book_seed, default_device, generator
 
 
-@dataclass
-class Setup:
-    """An experiment built from its configuration: the data, the model (on the CPU), and
-    what seqlib.train needs to train it. `batch(step, rank, world)` is this process's share
-    of global batch `step`, on `device`, and its weight: the share's part of the loss's
-    denominator (its target tokens over the batch's) times `world`."""
+def translation(config: dict) -> tuple[runs.Run, tr.TranslationData]:
+    """The run of the transformer of Fig. 7.16 on Multi30k (translation.run), and its data;
+    config["limit"] and config["eval_limit"], when not None, keep only the first training
+    pairs and the first pairs of each evaluation split (quick checks)."""
+    return _translation(config, "transformer", lambda data: Transformer(
+        len(data.src_vocab), len(data.tgt_vocab),
+        **{k: config[k] for k in ("p", "heads", "n1", "num_layers", "dropout")}))
 
-    data: object
-    model: nn.Module
-    optimizer: Callable[[nn.Module], torch.optim.Optimizer]
-    schedule: Callable[[int], float]
-    clip: float | None
-    loss_fn: Callable
-    batch: Callable[[int, int, int], tuple]
-    val_loss: Callable[[nn.Module], float]
-    evaluate: Callable[[nn.Module], dict]
+
+def attention_translation(config: dict) -> tuple[runs.Run, tr.TranslationData]:
+    """The run of the encoder-decoder with attention of Fig. 7.10 and (7.22) on Multi30k
+    (translation.run, chapter 08's full configuration), and its data."""
+    return _translation(config, "attention", lambda data: AttentionSeq2Seq(
+        len(data.src_vocab), len(data.tgt_vocab), config["embed"], config["hidden"],
+        **{k: config[k] for k in ("unit", "encoder_size", "score", "attention_size")}))
+
+
+def _translation(config: dict, kind: str, build: Callable) -> tuple:
+    """The translation run of the model build(data), named as the chapters name it."""
+    pairs = {split: multi30k(split, config["src"], config["tgt"])
+             for split in ("train", "val", "test_2016_flickr")}
+    pairs["train"] = pairs["train"][:config["limit"]]
+    for split in ("val", "test_2016_flickr"):
+        pairs[split] = pairs[split][:config["eval_limit"]]
+    data = tr.prepare(pairs, config["min_freq"])
+    fit = {k: v for k, v in config.items() if k in tr.FIT_KEYS or k in tr.FIT_DEFAULTS}
+    return tr.run(f"{config['src']}-{config['tgt']}-{kind}", lambda: build(data), data,
+                  fit), data
+
+
+def char_lm(config: dict) -> tuple[runs.Run, tuple]:
+    """The run of the decoder-only transformer of chapter 7.5 on tiny Shakespeare
+    (runs.language_model), and its data (vocab, train_ids, val_ids)."""
+    if config["context"] > config["max_len"]:
+        raise ValueError(f"context={config['context']} exceeds max_len={config['max_len']}: "
+                         "a chunk must fit the transformer's positions")
+    text = tiny_shakespeare()
+    vocab = char_vocab(text)
+    train_ids, val_ids = streams.split_corpus(torch.tensor(vocab.encode(text)), 0.9)
+    arch = ("p", "heads", "n1", "num_layers", "max_len", "dropout", "positional")
+    model = runs.built(lambda: TransformerLM(len(vocab), **{k: config[k] for k in arch}),
+                       config["seed"])
+    fit = {k: v for k, v in config.items() if k not in arch}
+    return (runs.language_model("shakespeare-transformer", model, train_ids, fit),
+            (vocab, train_ids, val_ids))
 
 
 def at_step(items: Iterator) -> Callable[[int], object]:
@@ -90,59 +121,21 @@ def at_step(items: Iterator) -> Callable[[int], object]:
     return item
 
 
-def _share(rows: int, rank: int, world: int) -> slice:
+def share(batch, rank: int, world: int, device: torch.device) -> tuple:
+    """This process's rows of a global batch (rows rank, rank + world, ...), on `device`,
+    and their weight: their part of the loss's denominator times `world`. The loss is a
+    mean over the target tokens of a translation batch (a dict; padding, id 0, left out),
+    over every position of a language model's chunks (x, y)."""
+    rows = len(batch["tgt_out"] if isinstance(batch, dict) else batch[0])
     if rows < world:
         raise ValueError(f"a global batch of {rows} rows cannot be shared by {world} "
                          "processes: raise batch_size or use fewer processes")
-    return slice(rank, None, world)  # rows rank, rank + world, ...
-
-
-def translation(config: dict, device: torch.device) -> Setup:
-    """The transformer of Fig. 7.16 on Multi30k, trained as translation.run trains it;
-    config["limit"] and config["eval_limit"], when not None, keep only the first training
-    pairs and the first pairs of each evaluation split (quick checks)."""
-    return _translation(config, device, lambda data: Transformer(
-        len(data.src_vocab), len(data.tgt_vocab),
-        **{k: config[k] for k in ("p", "heads", "n1", "num_layers", "dropout")}))
-
-
-def attention_translation(config: dict, device: torch.device) -> Setup:
-    """The encoder-decoder with attention of Fig. 7.10 and (7.22) on Multi30k, trained as
-    translation.run trains it (chapter 08's full configuration)."""
-    return _translation(config, device, lambda data: AttentionSeq2Seq(
-        len(data.src_vocab), len(data.tgt_vocab), config["embed"], config["hidden"],
-        **{k: config[k] for k in ("unit", "encoder_size", "score", "attention_size")}))
-
-
-def _translation(config: dict, device: torch.device, build: Callable) -> Setup:
-    """A translation experiment of the model build(data) (called after seeding, as
-    translation.run calls it)."""
-    pairs = {split: multi30k(split, config["src"], config["tgt"])
-             for split in ("train", "val", "test_2016_flickr")}
-    pairs["train"] = pairs["train"][:config["limit"]]
-    for split in ("val", "test_2016_flickr"):
-        pairs[split] = pairs[split][:config["eval_limit"]]
-    data = tr.prepare(pairs, config["min_freq"])
-    seed_everything(config["seed"])
-    model = build(data)
-    examples = data.ids["train"]
-    draws = at_step(runs.batch_indices(examples, config["batch_size"],
-                                     generator(config["seed"])))
-
-    def batch(step, rank, world):
-        rows = draws(step)  # indices of the global batch's pairs
-        tokens = [len(examples[j][1]) - 1 for j in rows]  # target tokens of each pair
-        mine = _share(len(rows), rank, world)
-        share = tr.collate([examples[j] for j in rows[mine]])
-        return ({k: v.to(device) for k, v in share.items()},
+    mine = slice(rank, None, world)
+    if isinstance(batch, dict):
+        tokens = (batch["tgt_out"] != 0).sum(1).tolist()  # target tokens of each row
+        return ({k: v[mine].to(device) for k, v in batch.items()},
                 sum(tokens[mine]) * world / sum(tokens))
-
-    steps, warmup, decay = config["steps"], config["warmup"], config["decay"]
-    runs.warmup_linear(0, steps, warmup, decay)  # checks warmup
-    return Setup(data, model, lambda m: runs.adam(m, config["lr"]),
-                 lambda step: runs.warmup_linear(step, steps, warmup, decay), config["clip"],
-                 teacher_forced_loss, batch, lambda m: translation_val_loss(m, data),
-                 lambda m: evaluate_translation(m, data))
+    return tuple(t[mine].to(device) for t in batch), len(range(rows)[mine]) * world / rows
 
 
 @torch.no_grad()
@@ -158,47 +151,25 @@ def translation_val_loss(model: nn.Module, data: tr.TranslationData) -> float:
     return total / tokens
 
 
+def val_loss(model: nn.Module, data, config: dict) -> float:
+    """The validation loss: per target token for translation (`translation_val_loss`), per
+    character for the language model (data = (vocab, train_ids, val_ids))."""
+    if isinstance(data, tr.TranslationData):
+        return translation_val_loss(model, data)
+    return streams.evaluate(model, data[2], 32, config["context"])
+
+
 @torch.no_grad()
-def evaluate_translation(model: nn.Module, data: tr.TranslationData) -> dict:
-    """Validation loss (translation_val_loss), and BLEU of greedy and 4-beam translations
-    of test_2016_flickr."""
-    src, ref = zip(*data.pairs["test_2016_flickr"], strict=True)
-    return {"val_loss": translation_val_loss(model, data),
-            "bleu_greedy": runs.bleu(tr.translate(model, data, list(src)), list(ref)),
-            "bleu_beam4": runs.bleu(tr.translate(model, data, list(src), method="beam",
-                                               beam_size=4), list(ref))}
-
-
-def char_lm(config: dict, device: torch.device) -> Setup:
-    """The decoder-only transformer of chapter 7.5 on tiny Shakespeare, trained as
-    runs.language_model trains it."""
-    if config["context"] > config["max_len"]:
-        raise ValueError(f"context={config['context']} exceeds max_len={config['max_len']}: "
-                         "a chunk must fit the transformer's positions")
-    text = tiny_shakespeare()
-    vocab = char_vocab(text)
-    train_ids, val_ids = streams.split_corpus(torch.tensor(vocab.encode(text)), 0.9)
-    seed_everything(config["seed"])
-    arch = ("p", "heads", "n1", "num_layers", "max_len", "dropout", "positional")
-    model = TransformerLM(len(vocab), **{k: config[k] for k in arch})
-    B = config["batch_size"]
-    chunks = at_step(streams.contiguous_batches(train_ids, B, config["context"]))
-
-    def batch(step, rank, world):
-        x, y = chunks(step)  # (B, T) each
-        mine = _share(B, rank, world)
-        return (x[mine].to(device), y[mine].to(device)), len(range(B)[mine]) * world / B
-
-    steps, warmup = config["steps"], config["warmup"]
-
-    def val_loss(m):
-        return streams.evaluate(m, val_ids, 32, config["context"])
-
-    return Setup((vocab, train_ids, val_ids), model,
-                 lambda m: runs.adamw(m, config["lr"], config.get("weight_decay", 0.01),
-                                      config.get("beta2", 0.999)),
-                 lambda step: runs.warmup_cosine(step, steps, warmup), 1.0,
-                 streams.CarriedStateLoss(), batch, val_loss, lambda m: {"val_loss": val_loss(m)})
+def evaluate(model: nn.Module, data, config: dict) -> dict:
+    """The validation loss (`val_loss`), and for translation the BLEU of greedy and 4-beam
+    translations of test_2016_flickr."""
+    results = {"val_loss": val_loss(model, data, config)}
+    if isinstance(data, tr.TranslationData):
+        src, ref = zip(*data.pairs["test_2016_flickr"], strict=True)
+        results |= {"bleu_greedy": tr.bleu(tr.translate(model, data, list(src)), list(ref)),
+                    "bleu_beam4": tr.bleu(tr.translate(model, data, list(src), method="beam",
+                                                       beam_size=4), list(ref))}
+    return results
 
 
 def _translation_config(src: str, tgt: str, full: dict) -> dict:
@@ -206,7 +177,7 @@ def _translation_config(src: str, tgt: str, full: dict) -> dict:
                 eval_limit=None, **full["arch"], **full["fit"])
 
 
-# name -> (function building the experiment, its full-profile configuration)
+# name -> (function making its run and data from a configuration, its full configuration)
 EXPERIMENTS = {
     "translation-de-en": (translation, _translation_config("de", "en",
                                                            tr.TRANSFORMER_FULL_PROFILE)),
@@ -296,7 +267,8 @@ def last_checkpoint(out: Path, identity: dict, rank: int, world: int) -> dict | 
 def main(argv=None) -> dict:
     """The command line: train (or resume) an experiment, evaluate it, write its results.
     Returns the results on rank 0 ({} on the other ranks)."""
-    parser = argparse.ArgumentParser(prog="python -m seqlib.experiments.run", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m seqlib.experiments.distributed",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("experiment", choices=sorted(EXPERIMENTS))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -336,9 +308,9 @@ def main(argv=None) -> dict:
         torch.set_float32_matmul_precision("high")
     log = print if rank == 0 else (lambda *a, **k: None)
     try:
-        setup = EXPERIMENTS[args.experiment][0](config, device)
-        model = setup.model.to(device, getattr(torch, args.dtype))
-        optimizer = setup.optimizer(model)
+        run, data = EXPERIMENTS[args.experiment][0](config)
+        model = run.model.to(device, getattr(torch, args.dtype))
+        optimizer = run.optimizer(model)
         saved, start, history = last_checkpoint(out, identity, rank, world), 0, None
         curve = []  # (step, validation loss) every --eval-every steps
         if saved is not None:
@@ -348,16 +320,18 @@ def main(argv=None) -> dict:
         log(f"{args.experiment}: {sum(p.numel() for p in model.parameters()):,} parameters, "
             f"{world} process{'es' if world > 1 else ''} on {device.type}, "
             + (f"resumed at step {start} of {steps}" if start else f"{steps} steps"))
+        draws = run.batches(generator(run.seed))  # the global batches, as in one process
+        draws = draws if callable(draws) else at_step(iter(draws))
 
         def batch(step):
             # Dropout draws from the global generator: seeded by (seed, step, rank), so
             # that a resumed run draws what the uninterrupted one drew.
-            torch.manual_seed(hash((book_seed(config["seed"]), step, rank)) % 2**63)
-            return setup.batch(step, rank, world)
+            torch.manual_seed(hash((book_seed(run.seed), step, rank)) % 2**63)
+            return share(draws(step), rank, world, device)
 
         def on_step(step, history):
             if rank == 0 and args.eval_every and (step + 1) % args.eval_every == 0:
-                curve.append((step + 1, setup.val_loss(model)))
+                curve.append((step + 1, val_loss(model, data, config)))
                 model.train()
             stop = args.max_seconds is not None and history["seconds"][-1] >= args.max_seconds
             if world > 1 and args.max_seconds is not None:  # rank 0's clock decides for all
@@ -376,8 +350,9 @@ def main(argv=None) -> dict:
         if start < steps:
             ddp = model if world == 1 else DistributedDataParallel(
                 model, device_ids=[device] if device.type == "cuda" else None)
-            history = train(ddp, weighted_loss(setup.loss_fn, world), batch, steps=steps,
-                            optimizer=optimizer, clip=setup.clip, schedule=setup.schedule,
+            history = train(ddp, weighted_loss(run.loss, world), batch, steps=steps,
+                            optimizer=optimizer, clip=run.clip,
+                            schedule=None if run.schedule is None else run.rate,
                             start=start, history=history, on_step=on_step,
                             progress=rank == 0 and not args.no_progress, desc=args.experiment)
         if rank != 0:
@@ -392,7 +367,7 @@ def main(argv=None) -> dict:
             results |= {"val_curve": curve, "val_loss_best": best,
                         "val_loss_best_step": best_step}
         if not args.no_evaluate:
-            results |= setup.evaluate(model)
+            results |= evaluate(model, data, config)
             results["val_bits"] = results["val_loss"] / math.log(2)
         save_atomic({**identity, "model": model.state_dict()}, out / "model.pt")
         (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
@@ -403,16 +378,16 @@ def main(argv=None) -> dict:
             dist.destroy_process_group()
 
 
-def load(out, device=None) -> Setup:
-    """The experiment that `main` trained into the folder `out`, rebuilt from its saved
-    configuration, with the trained weights in setup.model (on `device`, by default
+def load(out, device=None) -> tuple[runs.Run, object]:
+    """The run that `main` trained into the folder `out` and its data, rebuilt from the
+    saved configuration, with the trained weights in run.model (on `device`, by default
     seqlib.default_device()) in evaluation mode."""
     saved = torch.load(Path(out) / "model.pt", map_location="cpu", weights_only=True)
     device = default_device() if device is None else torch.device(device)
-    setup = EXPERIMENTS[saved["experiment"]][0](saved["config"], device)
-    setup.model.to(device, getattr(torch, saved["dtype"])).load_state_dict(saved["model"])
-    setup.model.eval()
-    return setup
+    run, data = EXPERIMENTS[saved["experiment"]][0](saved["config"])
+    run.model.to(device, getattr(torch, saved["dtype"])).load_state_dict(saved["model"])
+    run.model.eval()
+    return run, data
 
 
 if __name__ == "__main__":

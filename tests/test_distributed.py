@@ -1,6 +1,6 @@
-"""The distributed entry point, seqlib.experiments.run: two processes under torchrun (gloo,
-CPU) train as one process does on the same global batches; a run killed mid-way resumes to the same
-result; one process trains exactly as the chapters' own fit functions; bad arguments."""
+"""The distributed entry point, seqlib.experiments.distributed: two processes under torchrun
+(gloo, CPU) train as one process does on the same global batches; a run killed mid-way resumes
+to the same result; one process trains exactly as the chapters' own runs; bad arguments."""
 
 import json
 import os
@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from seqlib.data import DATA_VARIABLE
-from seqlib.experiments import run, runs, shakespeare, streams
+from seqlib.data import DATA_VARIABLE, multi30k
+from seqlib.experiments import distributed, runs, shakespeare, streams
 from seqlib.experiments import translation as tr
+from seqlib.lm import TransformerLM
+from seqlib.seq2seq import AttentionSeq2Seq
+from seqlib.transformer import Transformer
 
 pytestmark = pytest.mark.skipif(
     not os.environ.get(DATA_VARIABLE),
@@ -78,14 +81,14 @@ def two_processes(request, tmp_path_factory):
     """A tiny run of each experiment on two processes: (experiment, its folder, its output)."""
     experiment = request.param
     out = tmp_path_factory.mktemp(experiment)
-    done = torchrun("-m", "seqlib.experiments.run", *arguments(experiment, out))
+    done = torchrun("-m", "seqlib.experiments.distributed", *arguments(experiment, out))
     return experiment, out, done.stdout
 
 
 def test_two_processes_train_as_one_on_the_same_global_batches(two_processes, tmp_path):
     experiment, out, stdout = two_processes
     assert stdout.count("parameters, 2 processes on cpu") == 1  # rank 0 alone prints
-    run.main(arguments(experiment, tmp_path))  # one process, no torchrun
+    distributed.main(arguments(experiment, tmp_path))  # one process, no torchrun
     one, two = weights(tmp_path), weights(out)
     assert one.keys() == two.keys()
     for name in one:
@@ -96,14 +99,14 @@ def test_two_processes_train_as_one_on_the_same_global_batches(two_processes, tm
     assert json.loads((out / "results.json").read_text())["processes"] == 2
 
 
-# Run by torchrun in place of `-m seqlib.experiments.run`: rank 0 is killed (SIGKILL) while
+# Run by torchrun in place of `-m seqlib.experiments.distributed`: rank 0 is killed (SIGKILL) while
 # it writes the checkpoint of step 8, leaving half a file behind; torchrun then stops the
 # other process.
 KILLED = """
 import os, signal, sys
-from seqlib.experiments import run
+from seqlib.experiments import distributed
 
-save_atomic = run.save_atomic
+save_atomic = distributed.save_atomic
 
 def killed_while_saving(obj, path):
     if obj.get("step") == 8:
@@ -111,8 +114,8 @@ def killed_while_saving(obj, path):
         os.kill(os.getpid(), signal.SIGKILL)
     save_atomic(obj, path)
 
-run.save_atomic = killed_while_saving
-run.main(sys.argv[1:])
+distributed.save_atomic = killed_while_saving
+distributed.main(sys.argv[1:])
 """
 
 
@@ -127,7 +130,7 @@ def test_a_run_killed_mid_way_resumes_to_the_same_result(two_processes, tmp_path
     saved = torch.load(out / "checkpoint.pt", weights_only=True)
     assert saved["step"] == 4 and len(saved["history"]["loss"]) == 4  # the last whole one
     assert list(out.glob(".checkpoint.pt.*.tmp"))  # the interrupted write, never read
-    resumed = torchrun("-m", "seqlib.experiments.run", *args)  # the same command again
+    resumed = torchrun("-m", "seqlib.experiments.distributed", *args)  # the same command again
     assert "resumed at step 4 of 12" in resumed.stdout
     for name, value in weights(reference).items():
         assert torch.equal(weights(out)[name], value), name
@@ -137,90 +140,111 @@ def test_a_run_killed_mid_way_resumes_to_the_same_result(two_processes, tmp_path
 # In one process (no torchrun), the entry point is the chapters' training.
 
 def tiny_config(experiment, **changes):
-    return run.configure(experiment, TINY[experiment] + [f"{k}={v}" for k, v in changes.items()])
+    return distributed.configure(experiment, TINY[experiment]
+                                 + [f"{k}={v}" for k, v in changes.items()])
 
 
 def test_one_process_trains_as_the_language_model_run(tmp_path):
-    results = run.main(arguments("char-lm", tmp_path, dtype="float32", evaluate=True))
+    results = distributed.main(arguments("char-lm", tmp_path, dtype="float32", evaluate=True))
     assert results["processes"] == 1 and results["val_loss"] > 0
     config = tiny_config("char-lm")
-    setup = run.char_lm(config, torch.device("cpu"))  # the same model, freshly initialised
-    vocab, train_ids, val_ids = setup.data
-    history = runs.fit(runs.language_model("char-lm", setup.model, train_ids, config))
-    trained = run.load(tmp_path, device="cpu")
-    for name, value in setup.model.state_dict().items():
+    run, (vocab, train_ids, val_ids) = distributed.char_lm(config)  # its run, untrained
+    profile = shakespeare.TRANSFORMER_FULL_PROFILE
+    model = runs.built(lambda: TransformerLM(
+        len(vocab), **{k: v for k, v in config.items() if k in profile["arch"]}), seed=0)
+    fit = {k: v for k, v in config.items() if k in profile["fit"]}
+    chapters = runs.language_model("shakespeare-transformer", model, train_ids,
+                                   fit | {"seed": 0})  # the run a chapter makes
+    assert run.key == chapters.key  # the same record
+    history = runs.fit(chapters)
+    trained, _ = distributed.load(tmp_path, device="cpu")
+    for name, value in model.state_dict().items():
         assert torch.equal(trained.model.state_dict()[name], value), name
     assert torch.load(tmp_path / "checkpoint.pt")["history"]["loss"] == history["loss"]
-    assert results["val_loss"] == streams.evaluate(setup.model, val_ids, 32, config["context"])
+    assert results["val_loss"] == streams.evaluate(model, val_ids, 32, config["context"])
+
+
+def translation_run(name, config, build):
+    """The chapters' translation run (translation.run) of the entry point's configuration,
+    and its data."""
+    limits = {"train": config["limit"], "val": config["eval_limit"],
+              "test_2016_flickr": config["eval_limit"]}
+    data = tr.prepare({split: multi30k(split, config["src"], config["tgt"])[:n]
+                       for split, n in limits.items()}, config["min_freq"])
+    fit = {k: config[k] for k in ("steps", "batch_size", "lr", "clip", "seed", "warmup",
+                                  "decay")}
+    return tr.run(name, lambda: build(data), data, fit), data
 
 
 def test_one_process_trains_as_the_translation_run(tmp_path):
-    run.main(arguments("translation-de-en", tmp_path, dtype="float32"))
+    distributed.main(arguments("translation-de-en", tmp_path, dtype="float32"))
     config = tiny_config("translation-de-en")
-    setup = run.translation(config, torch.device("cpu"))
-    fit = {k: config[k] for k in ("steps", "batch_size", "lr", "clip", "seed", "warmup",
-                                  "decay")}
-    runs.fit(tr.run("translation", setup.model, setup.data, **fit))
-    for name, value in setup.model.state_dict().items():
+    run, data = translation_run("de-en-transformer", config, lambda data: Transformer(
+        len(data.src_vocab), len(data.tgt_vocab),
+        **{k: config[k] for k in ("p", "heads", "n1", "num_layers", "dropout")}))
+    assert distributed.translation(config)[0].key == run.key  # the record a chapter makes
+    runs.fit(run)
+    for name, value in run.model.state_dict().items():
         assert torch.equal(weights(tmp_path)[name], value), name
 
 
 def test_the_attention_model_trains_as_its_translation_run(tmp_path):
     tiny = ["embed=8", "hidden=12", "encoder_size=6", "attention_size=10", "limit=300",
             "eval_limit=30", "batch_size=10", "steps=6"]
-    results = run.main(["attention-de-en", *(a for t in tiny for a in ("--set", t)), "--out",
-                        str(tmp_path), "--no-progress"])
-    config = run.configure("attention-de-en", tiny)
+    results = distributed.main(["attention-de-en", *(a for t in tiny for a in ("--set", t)),
+                                "--out", str(tmp_path), "--no-progress"])
+    config = distributed.configure("attention-de-en", tiny)
     assert config["unit"] == "gru" and config["score"] == "additive"
-    setup = run.attention_translation(config, torch.device("cpu"))
-    assert len(setup.data.pairs["test_2016_flickr"]) == 30
-    fit = {k: config[k] for k in ("steps", "batch_size", "lr", "clip", "seed", "warmup",
-                                  "decay")}
-    runs.fit(tr.run("translation", setup.model, setup.data, **fit))
-    for name, value in setup.model.state_dict().items():
+    run, data = translation_run("de-en-attention", config, lambda data: AttentionSeq2Seq(
+        len(data.src_vocab), len(data.tgt_vocab), config["embed"], config["hidden"],
+        **{k: config[k] for k in ("unit", "encoder_size", "score", "attention_size")}))
+    assert len(data.pairs["test_2016_flickr"]) == 30
+    runs.fit(run)
+    for name, value in run.model.state_dict().items():
         assert torch.equal(weights(tmp_path)[name], value), name
-    assert results["parameters"] == sum(p.numel() for p in setup.model.parameters())
+    assert results["parameters"] == sum(p.numel() for p in run.model.parameters())
     assert results["val_loss"] > 0 and 0 <= results["bleu_greedy"] <= 100
 
 
 def test_the_full_configurations_are_the_chapters():
-    attention = run.configure("attention-de-en")
+    attention = distributed.configure("attention-de-en")
     assert {k: attention[k] for k in tr.ATTENTION_FULL_PROFILE["arch"]} == \
         tr.ATTENTION_FULL_PROFILE["arch"]
     assert {k: attention[k] for k in tr.ATTENTION_FULL_PROFILE["fit"]} == \
         tr.ATTENTION_FULL_PROFILE["fit"]
     assert (attention["src"], attention["tgt"], attention["min_freq"]) == ("de", "en", 2)
     for name in ("translation-de-en", "attention-de-en"):
-        assert run.configure(name)["limit"] is run.configure(name)["eval_limit"] is None
+        config = distributed.configure(name)
+        assert config["limit"] is config["eval_limit"] is None
 
 
 def test_an_interrupted_run_with_dropout_resumes_exactly(tmp_path, monkeypatch):
     args = arguments("char-lm", tmp_path / "whole", "--set", "dropout=0.2")
-    run.main(args)
-    save_atomic = run.save_atomic
+    distributed.main(args)
+    save_atomic = distributed.save_atomic
 
     def interrupted(obj, path):
         save_atomic(obj, path)
         if obj.get("step") == 6:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(run, "save_atomic", interrupted)
+    monkeypatch.setattr(distributed, "save_atomic", interrupted)
     args = arguments("char-lm", tmp_path / "cut", "--set", "dropout=0.2",
                      "--checkpoint-every", "3")
     with pytest.raises(KeyboardInterrupt):
-        run.main(args)
+        distributed.main(args)
     monkeypatch.undo()
-    run.main(args)  # resumes at step 6: the same batches, rates and dropout masks
+    distributed.main(args)  # resumes at step 6: the same batches, rates and dropout masks
     for name, value in weights(tmp_path / "whole").items():
         assert torch.equal(weights(tmp_path / "cut")[name], value), name
-    again = run.main(args)  # nothing left to train: evaluates the saved model again
+    again = distributed.main(args)  # nothing left to train: evaluates the saved model again
     assert again["train_seconds"] == history(tmp_path / "cut")["seconds"][-1]
 
 
 def test_validation_during_training_changes_nothing_and_a_time_limit_stops_it(tmp_path):
-    plain = run.main(arguments("char-lm", tmp_path / "plain", "--set", "dropout=0.2",
+    plain = distributed.main(arguments("char-lm", tmp_path / "plain", "--set", "dropout=0.2",
                                evaluate=True))
-    watched = run.main(arguments("char-lm", tmp_path / "watched", "--set", "dropout=0.2",
+    watched = distributed.main(arguments("char-lm", tmp_path / "watched", "--set", "dropout=0.2",
                                  "--eval-every", "4", evaluate=True))
     for name, value in weights(tmp_path / "plain").items():
         assert torch.equal(weights(tmp_path / "watched")[name], value), name
@@ -228,49 +252,54 @@ def test_validation_during_training_changes_nothing_and_a_time_limit_stops_it(tm
     assert watched["val_curve"][-1][1] == pytest.approx(plain["val_loss"], rel=1e-12)
     assert watched["val_loss_best"] == min(loss for _, loss in watched["val_curve"])
     assert "val_curve" not in plain
-    stopped = run.main(arguments("char-lm", tmp_path / "stopped", "--set", "dropout=0.2",
+    stopped = distributed.main(arguments("char-lm", tmp_path / "stopped", "--set", "dropout=0.2",
                                  "--max-seconds", "0"))
     assert stopped["steps_done"] == 1 and history(tmp_path / "stopped")["loss"] == \
         history(tmp_path / "plain")["loss"][:1]  # the first step, then the limit
 
 
 def test_a_checkpoint_of_another_run_is_not_resumed(tmp_path):
-    run.main(arguments("char-lm", tmp_path))
+    distributed.main(arguments("char-lm", tmp_path))
     with pytest.raises(ValueError, match="checkpoint of another run"):
-        run.main(arguments("char-lm", tmp_path, "--set", "lr=0.5"))
+        distributed.main(arguments("char-lm", tmp_path, "--set", "lr=0.5"))
     with pytest.raises(ValueError, match="checkpoint of another run"):  # TF32 is another run
-        run.main(arguments("char-lm", tmp_path, "--tf32"))
+        distributed.main(arguments("char-lm", tmp_path, "--tf32"))
 
 
 def test_configure_and_its_errors():
-    assert run.configure("translation-de-en")["p"] == 256
-    config = run.configure("char-lm", ["steps=7", "lr=1", "positional=learned"])
+    assert distributed.configure("translation-de-en")["p"] == 256
+    config = distributed.configure("char-lm", ["steps=7", "lr=1", "positional=learned"])
     assert (config["steps"], config["lr"], config["positional"]) == (7, 1, "learned")
-    assert run.configure("char-lm") == dict(seed=0, **shakespeare.TRANSFORMER_FULL_PROFILE["arch"],
-                                            **shakespeare.TRANSFORMER_FULL_PROFILE["fit"])
+    assert distributed.configure("char-lm") == dict(
+        seed=0, **shakespeare.TRANSFORMER_FULL_PROFILE["arch"],
+        **shakespeare.TRANSFORMER_FULL_PROFILE["fit"])
     with pytest.raises(ValueError, match="experiment must be one of"):
-        run.configure("gpt-5")
+        distributed.configure("gpt-5")
     with pytest.raises(ValueError, match="key among"):
-        run.configure("char-lm", ["stepz=7"])
+        distributed.configure("char-lm", ["stepz=7"])
     with pytest.raises(ValueError, match="key among"):
-        run.configure("char-lm", ["steps"])
+        distributed.configure("char-lm", ["steps"])
     with pytest.raises(ValueError, match="must be of type int"):
-        run.configure("char-lm", ["steps=7.5"])
+        distributed.configure("char-lm", ["steps=7.5"])
     for bad in (["--set", "stepz=7"], ["--checkpoint-every", "0"]):  # the command line
         with pytest.raises(SystemExit):
-            run.main(["char-lm", *bad])
+            distributed.main(["char-lm", *bad])
     with pytest.raises(ValueError, match="exceeds max_len"):
-        run.char_lm(run.configure("char-lm", ["context=512"]), torch.device("cpu"))
+        distributed.char_lm(distributed.configure("char-lm", ["context=512"]))
 
 
 def test_at_step_and_sharing():
-    item = run.at_step(iter(range(100)))
+    item = distributed.at_step(iter(range(100)))
     assert [item(3), item(4), item(10)] == [3, 4, 10]  # skips what a resumed run needs not
     with pytest.raises(ValueError, match="steps must increase"):
         item(5)
-    setup = run.char_lm(tiny_config("char-lm"), torch.device("cpu"))
-    (x, y), weight = setup.batch(0, 1, 4)  # rows 1 and 5 of 6, on 4 processes
-    assert x.shape == (2, 16) and weight == 2 * 4 / 6
-    assert setup.batch(1, 0, 1)[1] == 1.0  # one process: the whole batch, weight 1
+    x, y = torch.arange(6 * 16).view(6, 16), torch.zeros(6, 16)
+    (mine, _), weight = distributed.share((x, y), 1, 4, torch.device("cpu"))
+    assert torch.equal(mine, x[[1, 5]]) and weight == 2 * 4 / 6  # rows 1 and 5, of 4 processes
+    assert distributed.share((x, y), 0, 1, torch.device("cpu"))[1] == 1.0  # one: all, weight 1
     with pytest.raises(ValueError, match="cannot be shared by 8 processes"):
-        setup.batch(2, 0, 8)
+        distributed.share((x, y), 0, 8, torch.device("cpu"))
+    tgt_out = torch.tensor([[5, 6, 2, 0], [5, 2, 0, 0], [5, 6, 7, 2]])  # 3, 2 and 4 targets
+    batch = {"src": torch.ones(3, 2), "tgt_out": tgt_out}
+    share, weight = distributed.share(batch, 0, 2, torch.device("cpu"))  # rows 0 and 2
+    assert torch.equal(share["tgt_out"], tgt_out[[0, 2]]) and weight == (3 + 4) * 2 / 9
