@@ -1,6 +1,6 @@
-"""The training of every model of the book, `seqlib.train`: one short loop (no Trainer class),
-with the learning-rate schedule of each step and hooks to resume from a checkpoint or stop
-early; beside it, what the loop is given: the learning-rate schedules (`warmup_linear`,
+"""The training of every model of the book, `seqlib.train`: one short loop (no Trainer class)
+of `gradient_step`s, with the learning-rate schedule of each step and hooks to resume from a
+checkpoint or stop early; beside it, what the loop is given: the learning-rate schedules (`warmup_linear`,
 `warmup_cosine`) and the optimizers (`adam`, `adamw`). seqlib.experiments.runs describes,
 caches and shares the training runs of the pages."""
 
@@ -75,22 +75,32 @@ def train(
         except StopIteration:
             raise ValueError(f"batches ran out after {step - start} of {steps - start} "
                              "steps") from None
-        loss = loss_fn(model, batch)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"loss is {loss.item()} at step {step}")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        # clip_grad_norm_ returns the norm before clipping; max_norm=inf only measures it.
-        norm = nn.utils.clip_grad_norm_(model.parameters(), clip if clip else float("inf"))
-        optimizer.step()
-        history["loss"].append(loss.item())
-        history["grad_norm"].append(norm.item())
+        loss, norm = gradient_step(model, loss_fn, batch, optimizer, clip, step)
+        history["loss"].append(loss)
+        history["grad_norm"].append(norm)
         history["seconds"].append(offset + time.perf_counter() - begin)
         bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", refresh=False)
         if on_step is not None and on_step(step, history):
             break
     model.eval()
     return history
+
+
+def gradient_step(model: nn.Module, loss_fn: Callable[[nn.Module, object], torch.Tensor],
+                  batch, optimizer: torch.optim.Optimizer, clip: float | None = None,
+                  step: int = 0) -> tuple[float, float]:
+    """One step of training: the loss of a batch, its gradient by backpropagation, the
+    gradient clipped to norm `clip` (if given) and the optimizer's update. Returns the loss
+    and the gradient's norm before clipping."""
+    loss = loss_fn(model, batch)
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"loss is {loss.item()} at step {step}")
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()  # the gradient of the loss, through time for a recurrent model
+    # clip_grad_norm_ returns the norm before clipping; max_norm=inf only measures it.
+    norm = nn.utils.clip_grad_norm_(model.parameters(), clip if clip else float("inf"))
+    optimizer.step()  # e.g. AdamW's update of every parameter
+    return loss.item(), norm.item()
 
 
 # ---- the learning-rate schedules: the rate of step s as a fraction of the peak ----------

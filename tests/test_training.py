@@ -1,5 +1,5 @@
-"""What seqlib.train is given beside the loop, in seqlib.training: the learning-rate schedules
-and the optimizers (the loop itself is tested in test_utils.py)."""
+"""seqlib.training beside the loop (tested in test_utils.py): the step it takes, the
+learning-rate schedules and the optimizers."""
 
 import itertools
 
@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 import seqlib
+from seqlib import training
 from seqlib.training import adam, adamw, warmup_cosine, warmup_linear
 
 
@@ -55,3 +56,34 @@ def test_the_optimizers():
 def test_the_package_exports_them():
     assert (seqlib.adam, seqlib.adamw) == (adam, adamw)
     assert (seqlib.warmup_linear, seqlib.warmup_cosine) == (warmup_linear, warmup_cosine)
+
+
+def test_gradient_step_is_one_step_of_backpropagation_and_clipping():
+    """The step seqlib.train takes: the loss, the gradient's norm before clipping, and the
+    update of a plain SGD step on the clipped gradient, by hand."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(3, 2)
+    x, y = torch.randn(8, 3), torch.randn(8, 2)
+
+    def loss_fn(m, batch):
+        return ((m(batch[0]) - batch[1]) ** 2).mean()
+
+    before = [p.detach().clone() for p in model.parameters()]
+    expected = loss_fn(model, (x, y))
+    grads = torch.autograd.grad(expected, list(model.parameters()))
+    norm = torch.sqrt(sum((g ** 2).sum() for g in grads))
+    loss, measured = training.gradient_step(model, loss_fn, (x, y),
+                                            torch.optim.SGD(model.parameters(), lr=0.1),
+                                            clip=0.01)
+    assert loss == expected.item()
+    assert measured == pytest.approx(norm.item(), rel=1e-6)
+    for p, p0, g in zip(model.parameters(), before, grads, strict=True):
+        torch.testing.assert_close(p.detach(), p0 - 0.1 * g * 0.01 / (norm + 1e-6))
+
+
+def test_gradient_step_stops_at_a_loss_that_is_not_finite():
+    model = torch.nn.Linear(2, 1)
+    with pytest.raises(FloatingPointError, match="loss is nan at step 7"):
+        training.gradient_step(model, lambda m, b: m(b).sum() * float("nan"),
+                               torch.ones(1, 2), torch.optim.SGD(model.parameters(), lr=1.0),
+                               step=7)
