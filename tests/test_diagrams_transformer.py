@@ -2,6 +2,8 @@
 error and returns a figure, and those read off a model draw one element per head, per
 step of a block (in forward's order) and per block of a stack."""
 
+import math
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -9,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import FancyArrowPatch  # noqa: E402
 
 from seqlib.diagrams import legible  # noqa: E402
 from seqlib.diagrams import transformer as diagrams  # noqa: E402
@@ -44,6 +47,10 @@ def test_self_attention_flow_fig_7_12(learned, non_causal):
     assert ("$W_q$" in drawn) == learned
     assert any("t+1" in t for t in drawn) == non_causal
     assert any(r"\langle t \rangle" in t and "u" in t for t in drawn)
+    # every learned matrix is fed by an input: W_k and W_v by each x^<tau>, W_q by x^<t>
+    into_matrices = [p for p in fig.axes[0].patches if isinstance(p, FancyArrowPatch)
+                     and math.isclose(p._posA_posB[1][1], 1.55 - 0.21)]
+    assert len(into_matrices) == ((2 * (6 if non_causal else 4) + 1) if learned else 0)
 
 
 @pytest.mark.parametrize("heads, shown", [(1, 1), (3, 3), (4, 4), (8, 3)])

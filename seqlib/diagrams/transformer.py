@@ -55,8 +55,10 @@ def self_attention_flow(*, learned: bool = True, non_causal: bool = True):
     ax.plot([q_xs[0], q_from[0]], [y_q, y_q], color="black", linewidth=1.0)
     if non_causal:
         ax.plot([q_from[0], q_xs[-1]], [y_q, y_q], color=NON_CAUSAL, linewidth=1.0)
-    if learned:
+    if learned:  # the query W_q x^<t>, from the input x^<t>
         _matrix(ax, t_x + 1.15, y_w, "$W_q$")
+        ax.plot([t_x + 0.55, t_x + 1.15], [y_in, y_in], color="black", linewidth=1.0)
+        arrow(ax, (t_x + 1.15, y_in), (t_x + 1.15, y_w - 0.21))
     for name, c in zip(names, centres, strict=True):
         if name is None:
             for y in (y_in, y_a, y_mul):
