@@ -1,8 +1,8 @@
-"""The training of every model of the book, `seqlib.train`: one short loop (no Trainer class)
-of `gradient_step`s, with the learning-rate schedule of each step and hooks to resume from a
-checkpoint or stop early; beside it, what the loop is given: the learning-rate schedules (`warmup_linear`,
-`warmup_cosine`) and the optimizers (`adam`, `adamw`). seqlib.experiments.runs describes,
-caches and shares the training runs of the pages."""
+"""The training of every model of the book, `seqlib.train`: one short loop (no Trainer
+class) of `gradient_step`s, with the learning-rate schedule of each step and hooks to resume
+from a checkpoint or stop early; beside it, what the loop is given: the learning-rate
+schedules (`warmup_linear`, `warmup_cosine`) and the optimizers (`adam`, `adamw`).
+seqlib.experiments.runs describes, caches and shares the training runs of the pages."""
 
 import math
 import time

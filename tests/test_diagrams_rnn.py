@@ -45,6 +45,9 @@ def test_tasks_draws_one_unit_per_word():
     words = sum(len(s.split()) for s in (sentiment, source, target, caption))
     assert len(boxes(fig, "unit")) == 5 + words  # (a) draws 5 units and two ellipses
     assert "happy, sad, indifferent" in texts(fig) and "écrire" in texts(fig)
+    assert texts(fig).count("encoded\ninput") == len(sentiment.split())  # (b)'s boxes
+    panel_a = " ".join(t.get_text() for t in fig.axes[0].texts)
+    assert "labels" in panel_a and "T+3" in panel_a  # (a): the targets the chapter labels
 
 
 def test_tasks_passes_the_code_from_the_encoder_to_the_decoder():
@@ -140,3 +143,20 @@ def test_the_figures_fit_the_books_column():
                diagrams.unit(RNN(8, 20, 8, output_feedback=True)),
                diagrams.lookahead(RNN(8, 6, 8), sentence, LEXICON)]
     assert all(legible(fig) for fig in figures)
+
+
+def test_label_points_keeps_close_labels_apart():
+    """Three words whose dots nearly coincide (page 1's prince, father and queen) get
+    labels that do not cover one another; a word per point is required."""
+    from seqlib.diagrams.labels import label_points
+
+    fig, ax = plt.subplots(figsize=(4, 3))
+    xy = [(0.0, 0.0), (0.01, -0.01), (0.03, 0.0), (1.0, 1.0)]
+    ax.scatter(*zip(*xy, strict=True))
+    fig.tight_layout()
+    labels = label_points(ax, xy, ["prince", "father", "queen", "alone"])
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    with pytest.raises(ValueError, match="one word per point"):
+        label_points(ax, xy, ["a"])

@@ -312,6 +312,8 @@ def printed_on(title_: str, text: str) -> bool:
 def test_bookmarks_are_clean():
     entries = outline()
     assert entries, "the PDF has no outline (bookmarks)"
+    tex = [t for t, _ in entries if re.search(r"[\\{}]", t)]
+    assert not tex, f"bookmarks that show raw TeX (a heading's mathematics): {tex}"
     doubled = [t for t, _ in entries if re.fullmatch(r"(.+)\1", squeeze(t))]
     assert not doubled, f"bookmarks whose title is written twice: {doubled}"
     twice = [(t, sheet + 1) for (t, sheet), (u, other) in itertools.pairwise(entries)

@@ -65,13 +65,14 @@ def tasks(sentiment: str, classes: list[str], source: str, target: str, caption:
     """Fig. 7.1: (a) lookahead prediction, (b) sentiment of the sentence `sentiment` as a
     softmax over `classes`, (c) translation of `source` into `target` by an encoder and a
     decoder, (d) captioning of an image by a CNN and a decoder writing `caption`.
-    Sentences are strings of space-separated words; one unit per word. Gray inputs are
-    outputs of the step before, fed back."""
+    Sentences are strings of space-separated words; one unit per word, and in (b) an encoded
+    input (the word's vector) below each. Gray inputs are outputs of the step before, fed
+    back; in (a) the labels, the values the predictions are compared with, are on top."""
     sentiment, source, target = sentiment.split(), source.split(), target.split()
     caption = caption.split()
     width = 1.4 * (len(source) + len(target)) + 1.4
-    heights = (3.6, 3.0, 3.6, 3.2)
-    fig, axes = plt.subplots(4, 1, figsize=(MAX_WIDTH, 7.75),
+    heights = (4.3, 3.9, 3.6, 3.2)
+    fig, axes = plt.subplots(4, 1, figsize=(MAX_WIDTH, 8.8),
                              gridspec_kw={"height_ratios": heights})
     for ax, height, title in zip(axes, heights, ("(a) lookahead prediction",
                                                  "(b) sentiment analysis",
@@ -88,16 +89,25 @@ def tasks(sentiment: str, classes: list[str], source: str, target: str, caption:
     xs = unrolled(ax, units, inputs, outputs, y=1.6, fontsize=11,
                   input_colours=[None] * 4 + [gray] * 3)
     label(ax, (xs[0] + xs[3]) / 2, 2.6, "warm-up phase", fontsize=9, style="italic")
-    label(ax, (xs[4] + xs[5]) / 2, 3.35, "predictions, each fed back as the next input",
-          fontsize=9, style="italic")
+    for x, k in zip(xs[3:6], (1, 2, 3), strict=True):  # the labels the predictions meet
+        label(ax, x, 3.65, _t("x", f"T+{k}"), fontsize=11)
+    label(ax, xs[6] + 0.6, 3.65, "labels: the values that come", fontsize=9, ha="left",
+          style="italic")
+    label(ax, xs[6] + 0.6, 2.8, "predictions, each fed back as the next input", fontsize=9,
+          ha="left", style="italic")
 
-    ax = axes[1]  # (b) many-to-one: only the last state gives the output
-    xs = unrolled(ax, ["unit"] * len(sentiment), sentiment, None, y=1.3)
-    box(ax, xs[-1], 2.4, "softmax", kind="layer", width=1.3, height=0.5, fontsize=9)
-    arrow(ax, (xs[-1], 1.6), (xs[-1], 2.15))
-    arrow(ax, (xs[-1] + 0.65, 2.4), (xs[-1] + 1.3, 2.4))
-    label(ax, xs[-1] + 1.4, 2.4, "probabilities of\n" + ", ".join(classes), fontsize=9,
-          ha="left")
+    ax = axes[1]  # (b) many-to-one: each word encoded, only the last state gives the output
+    xs = unrolled(ax, ["unit"] * len(sentiment), None, None, y=2.15)
+    for x, word in zip(xs, sentiment, strict=True):
+        box(ax, x, 1.05, "encoded\ninput", kind="input", width=1.25, height=0.62, fontsize=9)
+        arrow(ax, (x, 1.35), (x, 1.85))
+        arrow(ax, (x, 0.45), (x, 0.75))
+        label(ax, x, 0.2, word, fontsize=9)
+    box(ax, xs[-1], 3.3, "softmax", kind="layer", width=1.3, height=0.5, fontsize=9)
+    arrow(ax, (xs[-1], 2.45), (xs[-1], 3.05))
+    arrow(ax, (xs[-1] + 0.65, 3.3), (xs[-1] + 1.3, 3.3))
+    label(ax, xs[-1] + 1.4, 3.3, "sentiment: probabilities of\n" + ", ".join(classes),
+          fontsize=9, ha="left")
 
     ax = axes[2]  # (c) an encoder reads the source, a decoder writes the target
     enc = unrolled(ax, ["unit"] * len(source), source, None, y=1.9)
