@@ -152,6 +152,36 @@ async () => {
                   .map((e) => e.getAttribute("data-mjx-error") || e.textContent);
   }
   await document.fonts.ready;
+  // A line of code too long for the sheet wraps under its own indentation, four columns
+  // in, not back at the margin: each line becomes a block with a hanging indent (the
+  // highlighter's spans are flat, so each is cut where its text holds a line break).
+  let wrapped = 0;
+  for (const pre of document.querySelectorAll("main div.highlight pre")) {
+    const runs = Array.from(pre.childNodes, (node) => [node.nodeType === Node.ELEMENT_NODE
+      ? node.className : null, node.textContent]);
+    const lines = [[]];
+    for (const [cls, content] of runs) {
+      content.split("\\n").forEach((part, i) => {
+        if (i > 0) { lines.push([]); }
+        if (part) { lines[lines.length - 1].push([cls, part]); }
+      });
+    }
+    if (lines.length && !lines[lines.length - 1].length) { lines.pop(); }
+    pre.replaceChildren(...lines.map((parts) => {
+      const line = document.createElement("span");
+      const indent = parts.map(([, t]) => t).join("").match(/^ */)[0].length + 4;
+      line.style.cssText = `display: block; padding-left: ${indent}ch; ` +
+                           `text-indent: -${indent}ch; min-height: 1lh;`;
+      for (const [cls, part] of parts) {
+        const span = document.createElement("span");
+        if (cls !== null) { span.className = cls; }
+        span.textContent = part;
+        line.append(span);
+      }
+      return line;
+    }));
+    wrapped += 1;
+  }
   // The blocks that end a page of the book end its last sheet: a margin below them would
   // spill onto a blank sheet of its own before the next page's forced break.
   for (const start of document.querySelectorAll('span[id^="document-"]')) {
@@ -175,10 +205,18 @@ async () => {
                       ? MathJax.startup.document.math : [])) {
     if (item.typesetRoot) { texOf.set(item.typesetRoot, item.math); }
   }
+  // A heading's mathematics as a bookmark shows it: TeX read as text (sqrt{m} as √m,
+  // r^{<t>} as r⟨t⟩), since an outline holds plain text only.
+  const plain = (tex) => tex
+    .replace(/\\\\sqrt\\{([^{}]*)\\}/g, "√$1")
+    .replace(/\\\\langle\\s*/g, "⟨").replace(/\\s*\\\\rangle/g, "⟩")
+    .replace(/\\^\\{(⟨[^⟩]*⟩)\\}/g, "$1")
+    .replace(/\\\\[,;! ]/g, " ").replace(/[{}]/g, "")
+    .replace(/ - /g, " − ").replace(/\\s+/g, " ").trim();
   const text = (node) => {
     if (node.nodeType === Node.TEXT_NODE) { return node.nodeValue; }
     if (node.nodeType !== Node.ELEMENT_NODE || node.matches(".headerlink")) { return ""; }
-    if (texOf.has(node)) { return texOf.get(node); }
+    if (texOf.has(node)) { return plain(texOf.get(node)); }
     return Array.from(node.childNodes, text).join("");
   };
   const pages = new Set([document.querySelector("main article.bd-article section"),
