@@ -323,6 +323,20 @@ class RNN(Recurrent):
         H, (h_n,) = self.recur(x, None if h0 is None else (h0,))
         return self.outputs(H), h_n
 
+    def recursion(self, x: torch.Tensor) -> torch.Tensor:
+        """(7.1) as a plain loop: h^<t> = f(h^<t-1>, x^<t>) from h^<0> = 0, f the unit (7.2),
+        one call per step. x (B, T, p) -> the states h^<1>, ..., h^<T> (B, T, m). `forward`
+        computes the same states on the fast path (`Cell.scan`)."""
+        if self.num_layers > 1 or self.bidirectional or self.output_feedback:
+            raise ValueError("recursion is (7.1) for one unidirectional layer without output "
+                             "feedback; use forward for the other models")
+        check_sequence(x, self.input_size, dtype=model_dtype(self))
+        h, states = x.new_zeros(x.shape[0], self.hidden_size), []  # h^<0> = 0
+        for x_t in x.unbind(1):  # t = 1, ..., T
+            h = self.cell(x_t, h)  # h^<t> = f(h^<t-1>, x^<t>)
+            states.append(h)
+        return torch.stack(states, dim=1)  # (B, T, m)
+
     def feedback_step(self, x: torch.Tensor, h: torch.Tensor, y: torch.Tensor):
         """One step with output feedback: x (B, p), h (B, m) and the fed-back output
         y (B, q); returns h^<t> (B, m)."""

@@ -135,12 +135,22 @@ def masked_key_scores(z_q: torch.Tensor, z_k: torch.Tensor, score=None) -> torch
     return scores.view(B, T, T).masked_fill(masked, -math.inf)  # s(z_q, -inf) = -inf
 
 
-def _check_heads(name: str, x) -> None:
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() != 4:
-        got = (f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor)
-               else type(x).__name__)
-        raise ValueError(f"{name} must be a float (batch, heads, time, features) tensor, "
-                         f"got {got}")
+def _check_heads(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """Raise unless q, k, v are float (B, H, T_q, m), (B, H, T_k, m), (B, H, T_k, m_v)
+    tensors with at least one key."""
+    for name, x in [("q", q), ("k", k), ("v", v)]:
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() != 4:
+            got = (f"{x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor)
+                   else type(x).__name__)
+            raise ValueError(f"{name} must be a float (batch, heads, time, features) tensor, "
+                             f"got {got}")
+    B, H, _, m = q.shape
+    T_k = k.shape[2]
+    if k.shape[:2] != (B, H) or k.shape[3] != m or v.shape[:3] != (B, H, T_k):
+        raise ValueError(f"q, k, v must be (B, H, T_q, m), (B, H, T_k, m), (B, H, T_k, m_v); "
+                         f"got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    if T_k == 0:
+        raise ValueError("there are no keys (T_k = 0): the attention weights are undefined")
 
 
 def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
@@ -152,15 +162,9 @@ def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     keys, `causal` hides each query's future. Returns outputs (B, H, T_q, m_v) and the
     weights (B, H, T_q, T_k), or None for them when `fast` (scaled_dot_product_attention).
     """
-    for name, x in [("q", q), ("k", k), ("v", v)]:
-        _check_heads(name, x)
+    _check_heads(q, k, v)
     B, H, T_q, m = q.shape
     T_k = k.shape[2]
-    if k.shape[:2] != (B, H) or k.shape[3] != m or v.shape[:3] != (B, H, T_k):
-        raise ValueError(f"q, k, v must be (B, H, T_q, m), (B, H, T_k, m), (B, H, T_k, m_v); "
-                         f"got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
-    if T_k == 0:
-        raise ValueError("there are no keys (T_k = 0): the attention weights are undefined")
     if fast and mask is None and (not causal or T_q == 1 and T_k >= 1):
         # no mask, or one query at the last time (it sees every cached key)
         return F.scaled_dot_product_attention(q, k, v), None
@@ -176,6 +180,20 @@ def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
     return weights @ v, weights  # (B, H, T_q, m_v)
 
 
+def head_sizes(p: int, heads: int, m: int | None, m_v: int | None) -> tuple:
+    """(m, m_v), checked: m = p // H unless given (p must then be a multiple of H), m_v = m
+    unless given."""
+    positive_int("p", p)
+    positive_int("heads", heads)
+    if m is None:
+        if p % heads:
+            raise ValueError(f"p={p} is not divisible by heads={heads}: choose p a "
+                             f"multiple of heads or give the head size m explicitly")
+        m = p // heads
+    m = positive_int("m", m)
+    return m, m if m_v is None else positive_int("m_v", m_v)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention (7.25)-(7.26), without biases as in the chapter (`bias=True`
     adds b_q, b_k, b_v and b_c, as torch.nn.MultiheadAttention has by default).
@@ -189,23 +207,14 @@ class MultiHeadAttention(nn.Module):
     forward(x (B, T, p), context=None (B, T_k, kv_size), *, mask=None (B, T_k), causal=False,
     cache=None, need_weights=False) -> (u (B, T, p), weights (B, H, T, T_k) or None), non-causal
     by default as (7.25), causal=True masking the future (7.27). `cache`, a dict, makes
-    step-by-step decoding cost one step per token (beyond the chapter): it holds and extends the
-    earlier steps' keys and values in self-attention, and keeps the context's after the first call
-    in cross-attention. Weights come from the explicit path (need_weights=True or fast=False).
+    step-by-step decoding cost one step per token (beyond the chapter; `keys_values`). Weights
+    come from the explicit path (need_weights=True or fast=False).
     """
 
     def __init__(self, p: int, heads: int, m: int | None = None, m_v: int | None = None, *,
                  kv_size: int | None = None, bias: bool = False, fast: bool = True):
         super().__init__()
-        positive_int("p", p)
-        positive_int("heads", heads)
-        if m is None:
-            if p % heads:
-                raise ValueError(f"p={p} is not divisible by heads={heads}: choose p a "
-                                 f"multiple of heads or give the head size m explicitly")
-            m = p // heads
-        m = positive_int("m", m)
-        m_v = m if m_v is None else positive_int("m_v", m_v)
+        m, m_v = head_sizes(p, heads, m, m_v)
         kv_size = p if kv_size is None else positive_int("kv_size", kv_size)
         self.p, self.heads, self.m, self.m_v, self.kv_size = p, heads, m, m_v, kv_size
         self.fast = fast
@@ -213,12 +222,50 @@ class MultiHeadAttention(nn.Module):
         self.W_k = uniform_parameter(heads * m, kv_size)
         self.W_v = uniform_parameter(heads * m_v, kv_size)
         self.W_c = uniform_parameter(p, heads * m_v)
+        self.b_q = self.b_k = self.b_v = self.b_c = None
         if bias:
             self.b_q, self.b_k = (nn.Parameter(torch.zeros(heads * m)) for _ in range(2))
-            self.b_v, self.b_c = nn.Parameter(torch.zeros(heads * m_v)), nn.Parameter(
-                torch.zeros(p))
+            self.b_v, self.b_c = (nn.Parameter(torch.zeros(n)) for n in (heads * m_v, p))
+
+    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None, *,
+                mask: torch.Tensor | None = None, causal: bool = False,
+                cache: dict | None = None, need_weights: bool = False):
+        """Outputs u (B, T, p) and, if computed, the weights (B, H, T, T_k)."""
+        check_tensor("x", x, self.p, self.W_q.dtype)
+        B, T, _ = x.shape
+        q = self._heads(x, self.W_q, self.b_q, self.m)  # W_q^h x^<t>, every h: (B, H, T, m)
+        k, v = self.keys_values(x, context, cache)  # W_k^h x^<tau>, W_v^h x^<tau>
+        fast = self.fast and not need_weights
+        u, weights = scaled_dot_product(q, k, v, mask=mask, causal=causal, fast=fast)  # (7.25)
+        u = u.transpose(1, 2).reshape(B, T, self.heads * self.m_v)  # [u^1; ...; u^H]
+        return F.linear(u, self.W_c, self.b_c), weights  # W^O [u^1; ...; u^H], (7.26)
+
+    def _heads(self, x, W, b, size):
+        """x (B, T, f) -> W x + b split into heads, (B, H, T, size)."""
+        B, T, _ = x.shape
+        return F.linear(x, W, b).view(B, T, self.heads, size).transpose(1, 2)  # (B, H, T, s)
+
+    def keys_values(self, x: torch.Tensor, context: torch.Tensor | None, cache: dict | None):
+        """W_k^h and W_v^h applied to every time of the context (cross-attention) or of x,
+        (B, H, T_k, m) and (B, H, T_k, m_v). A `cache` (beyond the chapter) holds them between
+        decoding steps: self-attention appends this step's to the earlier steps', and
+        cross-attention computes the context's once, at the first call."""
+        if cache is not None and "k" in cache and context is None:  # self-attention, later
+            k = torch.cat([cache["k"], self._heads(x, self.W_k, self.b_k, self.m)], 2)
+            v = torch.cat([cache["v"], self._heads(x, self.W_v, self.b_v, self.m_v)], 2)
+        elif cache is not None and "k" in cache:  # cross-attention, later
+            k, v = cache["k"], cache["v"]
         else:
-            self.b_q = self.b_k = self.b_v = self.b_c = None
+            source = x if context is None else context
+            check_tensor("context", source, self.kv_size, self.W_k.dtype)
+            if source.shape[0] != x.shape[0]:
+                raise ValueError(f"context has batch size {source.shape[0]}, expected "
+                                 f"{x.shape[0]}")
+            k = self._heads(source, self.W_k, self.b_k, self.m)  # (B, H, T_k, m)
+            v = self._heads(source, self.W_v, self.b_v, self.m_v)  # (B, H, T_k, m_v)
+        if cache is not None:
+            cache["k"], cache["v"] = k, v
+        return k, v
 
     def head(self, h: int):
         """The matrices of head h = 1, ..., H, views of the stacked ones: W_q^h, W_k^h
@@ -228,65 +275,36 @@ class MultiHeadAttention(nn.Module):
         qk, v = slice((h - 1) * self.m, h * self.m), slice((h - 1) * self.m_v, h * self.m_v)
         return self.W_q[qk], self.W_k[qk], self.W_v[v], self.W_c[:, v]
 
-    def _heads(self, x, W, b, size):
-        """x (B, T, f) -> W x + b split into heads, (B, H, T, size)."""
-        B, T, _ = x.shape
-        return F.linear(x, W, b).view(B, T, self.heads, size).transpose(1, 2)  # (B, H, T, s)
-
-    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None, *,
-                mask: torch.Tensor | None = None, causal: bool = False,
-                cache: dict | None = None, need_weights: bool = False):
-        """Outputs u (B, T, p) and, if computed, the weights (B, H, T, T_k)."""
-        check_tensor("x", x, self.p, self.W_q.dtype)
-        B, T, _ = x.shape
-        q = self._heads(x, self.W_q, self.b_q, self.m)  # (B, H, T, m)
-        if context is None and cache is not None and "k" in cache:  # self-attention, later
-            k = torch.cat([cache["k"], self._heads(x, self.W_k, self.b_k, self.m)], 2)
-            v = torch.cat([cache["v"], self._heads(x, self.W_v, self.b_v, self.m_v)], 2)
-        elif context is not None and cache is not None and "k" in cache:  # cross, later
-            k, v = cache["k"], cache["v"]
-        else:
-            source = x if context is None else context
-            check_tensor("context", source, self.kv_size, self.W_k.dtype)
-            if source.shape[0] != B:
-                raise ValueError(f"context has batch size {source.shape[0]}, expected {B}")
-            k = self._heads(source, self.W_k, self.b_k, self.m)  # (B, H, T_k, m)
-            v = self._heads(source, self.W_v, self.b_v, self.m_v)  # (B, H, T_k, m_v)
-        if cache is not None:
-            cache["k"], cache["v"] = k, v
-        fast = self.fast and not need_weights
-        u, weights = scaled_dot_product(q, k, v, mask=mask, causal=causal, fast=fast)
-        u = u.transpose(1, 2).reshape(B, T, self.heads * self.m_v)  # heads side by side
-        return F.linear(u, self.W_c, self.b_c), weights  # W^O [u^1; ...; u^H] = sum_h W_c^h u^h
-
     @classmethod
     def from_torch(cls, mha: nn.MultiheadAttention) -> "MultiHeadAttention":
         """The same attention with the weights of a torch.nn.MultiheadAttention (whose
         in_proj_weight stacks W_q, W_k, W_v and whose out_proj is W^O)."""
-        if not isinstance(mha, nn.MultiheadAttention):
-            raise TypeError(f"mha must be a torch.nn.MultiheadAttention, got "
-                            f"{type(mha).__name__}")
-        if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
-            raise ValueError("only torch.nn.MultiheadAttention with kdim = vdim = embed_dim, "
-                             "add_bias_kv=False and add_zero_attn=False has a seqlib twin")
-        if mha.dropout:
-            raise ValueError(f"mha has attention dropout {mha.dropout}; seqlib's attention "
-                             "has none, so training outputs would differ: use dropout=0")
-        p, H = mha.embed_dim, mha.num_heads
+        check_torch_twin(mha)
         bias = mha.in_proj_bias is not None
-        model = cls(p, H, bias=bias).to(mha.in_proj_weight)
+        model = cls(mha.embed_dim, mha.num_heads, bias=bias).to(mha.in_proj_weight)
+        ours = [model.W_q, model.W_k, model.W_v, model.W_c]
+        theirs = [*mha.in_proj_weight.chunk(3), mha.out_proj.weight]
+        if bias:
+            ours += [model.b_q, model.b_k, model.b_v, model.b_c]
+            theirs += [*mha.in_proj_bias.chunk(3), mha.out_proj.bias]
         with torch.no_grad():
-            for W, rows in zip((model.W_q, model.W_k, model.W_v),
-                               mha.in_proj_weight.chunk(3), strict=True):
-                W.copy_(rows)
-            model.W_c.copy_(mha.out_proj.weight)
-            if bias:
-                for b, part in zip((model.b_q, model.b_k, model.b_v),
-                                   mha.in_proj_bias.chunk(3), strict=True):
-                    b.copy_(part)
-                model.b_c.copy_(mha.out_proj.bias)
+            for W, value in zip(ours, theirs, strict=True):
+                W.copy_(value)
         return model
 
     def extra_repr(self) -> str:
         return (f"p={self.p}, heads={self.heads}, m={self.m}, m_v={self.m_v}, "
                 f"kv_size={self.kv_size}, bias={self.b_q is not None}, fast={self.fast}")
+
+
+def check_torch_twin(mha) -> None:
+    """Raise unless `mha` is a torch.nn.MultiheadAttention that MultiHeadAttention can copy."""
+    if not isinstance(mha, nn.MultiheadAttention):
+        raise TypeError(f"mha must be a torch.nn.MultiheadAttention, got "
+                        f"{type(mha).__name__}")
+    if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
+        raise ValueError("only torch.nn.MultiheadAttention with kdim = vdim = embed_dim, "
+                         "add_bias_kv=False and add_zero_attn=False has a seqlib twin")
+    if mha.dropout:
+        raise ValueError(f"mha has attention dropout {mha.dropout}; seqlib's attention "
+                         "has none, so training outputs would differ: use dropout=0")

@@ -72,9 +72,10 @@ class FeedForward(nn.Module):
 
 def residual(x: torch.Tensor, sublayer, norm: LayerNorm, dropout: nn.Module,
              norm_first: bool, skip: bool = True) -> torch.Tensor:
-    """One sublayer with its residual connection and LayerNorm: LayerNorm(x + sublayer(x))
-    as in (7.31) (post-norm), or x + sublayer(LayerNorm(x)) with norm_first (pre-norm).
-    skip=False drops the residual connection (the term x), for experiments only."""
+    """One sublayer with its residual connection and LayerNorm, in each placement the blocks
+    offer: LayerNorm(x + sublayer(x)) as in (7.31) (post-norm), x + sublayer(LayerNorm(x))
+    with norm_first (pre-norm); skip=False drops the residual connection (the term x), for
+    experiments only. The blocks' forward methods write each form out."""
     kept = x if skip else 0
     if norm_first:
         return kept + dropout(sublayer(norm(x)))
@@ -133,13 +134,18 @@ class TransformerBlock(nn.Module):
 
     def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None,
                 causal: bool = False, cache: dict | None = None) -> torch.Tensor:
-        def attend(z):
+        def attend(z):  # MultiHead(z), (7.25)-(7.26)
             return self.attention(z, mask=mask, causal=causal, cache=cache)[0]
 
-        x = residual(x, attend, self.norm1, self.dropout1, self.norm_first,
-                     self.residual)  # u_[2]
-        return residual(x, self.feed_forward, self.norm2, self.dropout2, self.norm_first,
-                        self.residual)
+        if not self.residual:  # beyond the chapter: no residual connections (experiments)
+            x = residual(x, attend, self.norm1, self.dropout1, self.norm_first, skip=False)
+            return residual(x, self.feed_forward, self.norm2, self.dropout2, self.norm_first,
+                            skip=False)
+        if self.norm_first:  # beyond the chapter: pre-norm, the LayerNorm before each sublayer
+            u2 = x + self.dropout1(attend(self.norm1(x)))
+            return u2 + self.dropout2(self.feed_forward(self.norm2(u2)))
+        u2 = self.norm1(x + self.dropout1(attend(x)))  # (7.31): u_[2]
+        return self.norm2(u2 + self.dropout2(self.feed_forward(u2)))  # a_out
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> "TransformerBlock":
@@ -226,22 +232,26 @@ class TransformerDecoderBlock(nn.Module):
         check_memory(memory, y, self.cross_attention.kv_size, memory_mask)
         self_cache, cross_cache = (None, None) if cache is None else (
             cache.setdefault("self", {}), cache.setdefault("cross", {}))
-        weights = None
+        dropout1, dropout2, dropout3 = self.dropouts
 
-        def masked_self(z):
+        def masked_self(z):  # MaskedMultiHead(z), (7.27)
             return self.self_attention(z, causal=True, cache=self_cache)[0]
 
-        def cross(z):
-            nonlocal weights
-            u, weights = self.cross_attention(z, memory, mask=memory_mask, cache=cross_cache,
-                                              need_weights=need_weights)
-            return u
+        def cross(z):  # MultiHead(z, code), (7.33), and its weights
+            return self.cross_attention(z, memory, mask=memory_mask, cache=cross_cache,
+                                        need_weights=need_weights)
 
-        for sublayer, norm, dropout in zip(
-                (masked_self, cross, self.feed_forward), (self.norm1, self.norm2, self.norm3),
-                self.dropouts, strict=True):
-            y = residual(y, sublayer, norm, dropout, self.norm_first)  # u_[2], u_[4], a_out
-        return (y, weights) if need_weights else y
+        if self.norm_first:  # beyond the chapter: pre-norm, the LayerNorm before each sublayer
+            u2 = y + dropout1(masked_self(self.norm1(y)))
+            u3, weights = cross(self.norm2(u2))
+            u4 = u2 + dropout2(u3)
+            a_out = u4 + dropout3(self.feed_forward(self.norm3(u4)))
+        else:  # Fig. 7.15 (b), post-norm
+            u2 = self.norm1(y + dropout1(masked_self(y)))
+            u3, weights = cross(u2)
+            u4 = self.norm2(u2 + dropout2(u3))
+            a_out = self.norm3(u4 + dropout3(self.feed_forward(u4)))
+        return (a_out, weights) if need_weights else a_out
 
 
 def transformer_block_params(p: int, n1: int, m: int, m_v: int, heads: int,

@@ -40,6 +40,36 @@ def test_state_is_f_nested_t_times_equation_7_1():
         torch.testing.assert_close(states[:, t - 1], h_t)
 
 
+@pytest.mark.parametrize("nonlinearity", ["tanh", "relu", "identity"])
+def test_the_plain_loop_of_7_1_is_the_fast_paths_computation(nonlinearity):
+    """RNN.recursion, one call of the unit per step, gives the states of forward: exactly
+    those of the textbook path (the same products), and the fast path's to rounding, with
+    the same gradients."""
+    torch.manual_seed(0)
+    fast, textbook = (RNN(3, 5, nonlinearity=nonlinearity, fast=f).double()
+                      for f in (True, False))
+    textbook.load_state_dict(fast.state_dict())
+    x = torch.randn(2, 6, 3, dtype=torch.float64, requires_grad=True)
+    loop = fast.recursion(x)  # (B, T, m)
+    assert torch.equal(loop, textbook(x)[0])
+    states = fast(x)[0]
+    torch.testing.assert_close(loop, states, rtol=0, atol=1e-12)
+    target = torch.randn_like(loop)
+    by_loop = torch.autograd.grad((loop * target).sum(), [x, *fast.parameters()])
+    by_fast = torch.autograd.grad((states * target).sum(), [x, *fast.parameters()])
+    for a, b in zip(by_loop, by_fast, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
+
+
+def test_the_plain_loop_is_for_one_unidirectional_layer():
+    for model in (RNN(3, 5, num_layers=2), RNN(3, 5, bidirectional=True),
+                  RNN(3, 5, 3, output_feedback=True)):
+        with pytest.raises(ValueError, match="one unidirectional layer"):
+            model.recursion(torch.randn(2, 4, 3))
+    with pytest.raises(ValueError):
+        RNN(3, 5).recursion(torch.randn(2, 4, 4))
+
+
 def torch_pair(p, m, q, dtype, nonlinearity="tanh", seed=0):
     torch.manual_seed(seed)
     rnn = nn.RNN(p, m, batch_first=True, nonlinearity=nonlinearity).to(dtype)
