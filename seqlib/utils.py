@@ -1,5 +1,6 @@
-"""Reproducibility and bookkeeping helpers shared by every chapter."""
+"""Reproducibility, bookkeeping and source listings: the helpers every chapter shares."""
 
+import inspect
 import os
 import random
 
@@ -77,3 +78,10 @@ def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
+
+
+def show_source(obj):
+    """Syntax-highlighted source of a seqlib object, so the book shows the code that runs."""
+    from IPython.display import Code  # only where a page shows it
+
+    return Code(inspect.getsource(obj), language="python")
