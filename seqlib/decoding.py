@@ -25,7 +25,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from seqlib.checks import check_source, positive_int
+from seqlib.checks import check_source, int_in_range, positive_int
 
 NEG_INF = float("-inf")
 
@@ -58,8 +58,7 @@ def _check_ids(model, start_id, stop_id, max_len) -> None:
     positive_int("max_len", max_len)
     V = getattr(model, "tgt_vocab_size", None)
     for name, value in [("start_id", start_id), ("stop_id", stop_id)]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+        int_in_range(name, value, 0, expected="a non-negative int")
         if V is not None and value >= V:
             raise ValueError(f"{name}={value} is outside the model's target vocabulary of "
                              f"size {V}: is the vocabulary the one the model was trained on?")

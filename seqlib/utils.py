@@ -8,6 +8,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from seqlib.checks import check_int
+
 DEVICE_VARIABLE = "SEQLIB_DEVICE"
 SEED_VARIABLE = "SEQLIB_SEED"
 
@@ -25,9 +27,7 @@ def seed_offset() -> int:
 
 def book_seed(seed: int) -> int:
     """The seed the book draws for `seed`: seed + SEQLIB_SEED (`seed_offset`)."""
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    return seed + seed_offset()
+    return check_int("seed", seed) + seed_offset()
 
 
 def generator(seed: int) -> torch.Generator:
