@@ -135,12 +135,14 @@ execute: $(STAMP)
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks
 
-# Options for the Section 7.5 benchmarks: `make bench BENCH_ARGS=--quick` is a smoke run that
-# writes nothing; BENCH_ARGS="--device cuda" measures on a GPU.
+# Options for the Section 7.5 benchmarks and the input pipeline's (bench_batches): `make bench
+# BENCH_ARGS=--quick` is a smoke run that writes nothing; BENCH_ARGS="--device cuda" measures
+# on a GPU.
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.bench_recurrent
 	$(BIN)/python -m benchmarks.bench_attention $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.bench_scaling $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.bench_batches $(BENCH_ARGS)
 
 clean:
 	rm -rf _build .pytest_cache .ruff_cache

@@ -31,7 +31,7 @@ import math
 import torch
 from torch import nn
 
-from seqlib.checks import check_tensor, model_dtype
+from seqlib.checks import check_tensor, model_dtype, positive_int
 
 SCORES = ("inner", "general", "concat", "additive")
 
@@ -134,8 +134,7 @@ class Attention(nn.Module):
                  attention_size: int | None = None):
         super().__init__()
         for name, value in [("query_size", query_size), ("key_size", key_size)]:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            positive_int(name, value)
         if score not in SCORES:
             raise ValueError(f"score must be one of {SCORES}, got {score!r}")
         if score == "inner" and query_size != key_size:
@@ -146,8 +145,7 @@ class Attention(nn.Module):
             raise ValueError(f"attention_size is for the 'concat' and 'additive' scores, "
                              f"not {score!r}")
         a = query_size if attention_size is None else attention_size
-        if isinstance(a, bool) or not isinstance(a, int) or a < 1:
-            raise ValueError(f"attention_size must be a positive int or None, got {a!r}")
+        positive_int("attention_size", a)
         self.query_size, self.key_size, self.score = query_size, key_size, score
         if score == "general":
             self.W_s = uniform_parameter(query_size, key_size)

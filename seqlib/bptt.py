@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from seqlib.checks import check_sequence, check_state, model_dtype
+from seqlib.checks import check_sequence, check_state, int_in_range, model_dtype, positive_int
 from seqlib.rnn import RNN
 
 # sigma_dot, the derivative of the scalar activation, written in terms of its value h = sigma(z)
@@ -111,8 +111,7 @@ def neuron_derivative(rnn: RNN, h_prev: torch.Tensor, x_t: torch.Tensor, j: int)
     Returns (..., m, m): zero except row j.
     """
     m = rnn.hidden_size
-    if not isinstance(j, int) or not 0 <= j < m:
-        raise ValueError(f"j must be a neuron index in 0..{m - 1}, got {j!r}")
+    int_in_range("j", j, 0, m - 1, expected=f"a neuron index in 0..{m - 1}")
     cell = rnn.cell
     z = h_prev @ cell.W_hh.T + x_t @ cell.W_hx.T + cell.b_h  # (..., m)
     dh_j = torch.zeros(*z.shape, m, dtype=z.dtype, device=z.device)  # (..., m, m)
@@ -191,8 +190,8 @@ def bptt(rnn: RNN, x: torch.Tensor, targets: torch.Tensor, h0: torch.Tensor | No
     into chunks of k steps, the state is carried from chunk to chunk as a constant, and the
     term of (7.6) that would cross a chunk boundary is dropped.
     """
-    if truncate is not None and (not isinstance(truncate, int) or truncate < 1):
-        raise ValueError(f"truncate must be a positive int or None, got {truncate!r}")
+    if truncate is not None:
+        positive_int("truncate", truncate)
     h, logits = forward_states(rnn, x, h0)
     T = logits.shape[1]
     loss = sequence_loss(logits, targets, last_only)
@@ -246,8 +245,7 @@ def near_effects(rnn: RNN, x: torch.Tensor, targets: torch.Tensor, T0: int,
     the terms of the full adjoints, so one backward pass is enough.
     """
     T = x.shape[1]
-    if not isinstance(T0, int) or not 1 <= T0 <= T:
-        raise ValueError(f"T0 must be an int in 1..T = {T}, got {T0!r}")
+    int_in_range("T0", T0, 1, T, expected=f"an int in 1..T = {T}")
     result = bptt(rnn, x, targets, h0, last_only=last_only)
     return state_terms(rnn, result.h, result.zeta)[T0 - 1:].sum(0)
 

@@ -7,19 +7,37 @@ Tensors are (batch, time, features) everywhere; token ids are integer (batch, ti
 import torch
 
 
+def int_in_range(name: str, value, least: int, most: int | None = None, *,
+                 expected: str | None = None) -> int:
+    """Return `value` if it is an int (a bool is not) from `least` to `most` (no upper bound
+    when `most` is None), else raise a ValueError naming `name`, what was expected (the
+    range, unless `expected` words it) and the value given. Every integer argument of
+    seqlib is checked here or by `check_int`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least \
+            or (most is not None and value > most):
+        if expected is None:
+            expected = f"an int >= {least}" if most is None else f"an int from {least} to {most}"
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+    return value
+
+
 def positive_int(name: str, value) -> int:
     """Return `value` if it is a positive int, else raise a ValueError naming `name`."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
+    return int_in_range(name, value, 1, expected="a positive int")
 
 
 def check_warmup(warmup, steps: int) -> int:
     """Return `warmup`, the steps of a warm-up before the peak rate, if it is an int in
     [0, steps), else raise a ValueError naming it."""
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or not 0 <= warmup < steps:
-        raise ValueError(f"warmup must be an int in [0, steps={steps}), got {warmup!r}")
-    return warmup
+    return int_in_range("warmup", warmup, 0, steps - 1, expected=f"an int in [0, steps={steps})")
+
+
+def check_int(name: str, value, low: int | None = None) -> int:
+    """Return `value` if it is an int (>= `low` when given), else raise a TypeError (not an
+    int) or a ValueError (below `low`) naming `name`."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    return value if low is None else int_in_range(name, value, low, expected=f">= {low}")
 
 
 def check_config(config, keys: tuple, defaults: dict | None = None,
@@ -35,14 +53,6 @@ def check_config(config, keys: tuple, defaults: dict | None = None,
         raise ValueError(f"config has the keys {unknown}, expected only {keys} and "
                          f"{tuple(defaults)}")
     return {**defaults, **config}
-
-
-def check_int(name: str, value, low: int) -> None:
-    """Raise unless ``value`` is an int >= ``low``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
 
 
 def check_choice(name: str, value, allowed: tuple) -> None:

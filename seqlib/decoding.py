@@ -11,6 +11,9 @@ Section 7.5, names sampling and beam search without their details, which go beyo
   whose probability reaches p (top-p, nucleus sampling, Holtzman et al., 2020);
 - `beam_search`: the `beam_size` most probable partial sentences kept at every step.
 
+For worked examples (beyond the chapter): `TableDecoder`, a decoder written as a table of
+probabilities, and `beam_trace`, beam search step by step with every extension it scored.
+
 The model follows the decoding protocol of seqlib.seq2seq, `start`, `step` and `reorder`;
 sources are padded batches, src (B, S) ids and src_mask (B, S) bool, True at real tokens.
 Each function returns, per source, plain lists of token ids without <start> and <stop>.
@@ -22,7 +25,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from seqlib.checks import check_source, positive_int
+from seqlib.checks import check_source, int_in_range, positive_int
 
 NEG_INF = float("-inf")
 
@@ -55,8 +58,7 @@ def _check_ids(model, start_id, stop_id, max_len) -> None:
     positive_int("max_len", max_len)
     V = getattr(model, "tgt_vocab_size", None)
     for name, value in [("start_id", start_id), ("stop_id", stop_id)]:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+        int_in_range(name, value, 0, expected="a non-negative int")
         if V is not None and value >= V:
             raise ValueError(f"{name}={value} is outside the model's target vocabulary of "
                              f"size {V}: is the vocabulary the one the model was trained on?")
@@ -246,3 +248,70 @@ class BeamStep(NamedTuple):
     total: torch.Tensor
     prefixes: list
     status: list
+
+
+# ---- worked examples: a decoder written as a table, and the trace of a search ----------
+
+class TableDecoder:
+    """A decoder written as a table, for worked examples of decoding: `table` maps a prefix
+    (a tuple of token ids, <start> left out) to the probabilities of the next token, a
+    sequence of `vocab_size` numbers summing to 1; after a prefix the table lacks, <stop>
+    comes with probability 1. It follows the decoding protocol; the source only sets the
+    batch size."""
+
+    def __init__(self, table: dict, vocab_size: int, stop_id: int):
+        self.tgt_vocab_size = positive_int("vocab_size", vocab_size)
+        self.stop_id = stop_id
+        self.table = {}
+        for prefix, probs in table.items():
+            p = torch.as_tensor(probs, dtype=torch.float64)
+            if not isinstance(prefix, tuple) or p.shape != (vocab_size,) or (p < 0).any() \
+                    or abs(float(p.sum()) - 1) > 1e-9:
+                raise ValueError(f"table[{prefix!r}] must be {vocab_size} probabilities summing "
+                                 f"to 1 after a tuple prefix, got {probs!r}")
+            self.table[prefix] = p
+
+    def probabilities(self, prefix: tuple) -> torch.Tensor:
+        """P(next token | prefix), (V,)."""
+        if prefix in self.table:
+            return self.table[prefix]
+        return torch.nn.functional.one_hot(torch.tensor(self.stop_id),
+                                           self.tgt_vocab_size).double()
+
+    def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> list:
+        return [None] * len(check_source(src, src_mask))  # None: <start> not yet read
+
+    def step(self, tokens: torch.Tensor, state: list):
+        prefixes = [() if p is None else p + (y,) for p, y in zip(state, tokens.tolist(),
+                                                                    strict=True)]
+        return torch.stack([self.probabilities(p) for p in prefixes]).log(), prefixes
+
+    @staticmethod
+    def reorder(state: list, index: torch.Tensor) -> list:
+        return [state[i] for i in index.tolist()]
+
+
+def beam_trace(model, src: torch.Tensor, src_mask: torch.Tensor, **options):
+    """seqlib.decoding.beam_search(model, src, src_mask, **options) and its trace: per step,
+    one list per source of every extension of its live hypotheses by every token (K V of
+    them: for small vocabularies), each a dict with the "prefix" (a tuple of ids), the
+    "token", its "log_p" (the log-probability of the prefix and the token) and its
+    "status": "live" (kept), "finished" (ended by <stop> among the K best) or "dropped".
+    Returns (the search's result, the trace)."""
+    search, trace = beam_steps(model, src, src_mask, **options), []
+    while True:
+        try:
+            step = next(search)
+        except StopIteration as end:
+            return end.value, trace
+        trace.append([[] if status is None else _extensions(total, prefixes, status)
+                      for total, prefixes, status in zip(*step, strict=True)])
+
+
+def _extensions(total: torch.Tensor, prefixes: list, status: dict) -> list[dict]:
+    """Every extension of the live hypotheses (rows of `total` (K, V) above -inf) by every
+    token, with its log-probability and what the beam did with it."""
+    return [{"prefix": tuple(prefixes[k]), "token": y, "log_p": s,
+             "status": status.get((k, y), "dropped")}
+            for k, row in enumerate(total.tolist()) if max(row) > NEG_INF
+            for y, s in enumerate(row) if s > NEG_INF]

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from seqlib.attention import uniform_parameter
-from seqlib.checks import check_tensor, positive_int
+from seqlib.checks import check_tensor, int_in_range, positive_int
 
 KINDS = ("sinusoidal", "learned")
 COMBINE = ("add", "append")
@@ -50,8 +50,7 @@ def sinusoidal_table(T: int, p_e: int, M: float = 10_000.0) -> torch.Tensor:
 
 def _check_offset(offset, T: int, name: str, last: int) -> None:
     """Raise unless positions offset + 1, ..., offset + T are within 1, ..., `last`."""
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise ValueError(f"offset must be an int >= 0, got {offset!r}")
+    int_in_range("offset", offset, 0)
     if offset + T > last:
         raise ValueError(f"positions {offset + 1} to {offset + T} are past the last position "
                          f"{name}={last}: the sequence is too long for this embedding")

@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib.attention import attend, uniform_parameter, visible_keys
-from seqlib.checks import check_tensor, positive_int
+from seqlib.checks import check_tensor, int_in_range, positive_int
 
 
 def causal_mask(T_q: int, T_k: int | None = None, device=None,
@@ -270,8 +270,7 @@ class MultiHeadAttention(nn.Module):
     def head(self, h: int):
         """The matrices of head h = 1, ..., H, views of the stacked ones: W_q^h, W_k^h
         (m x p), W_v^h (m_v x p) and W_c^h (p x m_v), as in (7.25)-(7.26)."""
-        if isinstance(h, bool) or not isinstance(h, int) or not 1 <= h <= self.heads:
-            raise ValueError(f"h must be an int from 1 to H={self.heads}, got {h!r}")
+        int_in_range("h", h, 1, self.heads, expected=f"an int from 1 to H={self.heads}")
         qk, v = slice((h - 1) * self.m, h * self.m), slice((h - 1) * self.m_v, h * self.m_v)
         return self.W_q[qk], self.W_k[qk], self.W_v[v], self.W_c[:, v]
 

@@ -170,9 +170,8 @@ class Vocab:
         if isinstance(ids, str) or not isinstance(ids, Iterable):
             raise TypeError(f"ids must be a list or 1-D tensor of ints, got {type(ids).__name__}")
         tokens = []
-        for i in ids:
-            if isinstance(i, bool) or not isinstance(i, int):
-                raise TypeError(f"ids must hold ints, got {type(i).__name__} {i!r}")
+        for k, i in enumerate(ids):
+            check_int(f"ids[{k}]", i)
             if not 0 <= i < len(self):
                 raise ValueError(f"id {i} is outside the vocabulary of size {len(self)} "
                                  f"(valid ids: 0 to {len(self) - 1})")
@@ -209,8 +208,7 @@ def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = 0):
                         f"{type(sequences).__name__}")
     if len(sequences) == 0:
         raise ValueError("sequences must hold at least one sequence, got an empty list")
-    if isinstance(pad_id, bool) or not isinstance(pad_id, int):
-        raise TypeError(f"pad_id must be an int, got {type(pad_id).__name__} {pad_id!r}")
+    check_int("pad_id", pad_id)
     rows = []
     for b, seq in enumerate(sequences):
         row = torch.as_tensor(seq)

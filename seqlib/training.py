@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from seqlib.checks import check_warmup, positive_int
+from seqlib.checks import check_warmup, int_in_range, positive_int
 
 
 def train(
@@ -47,10 +47,8 @@ def train(
     The history has one entry per step: "loss", "grad_norm" (before clipping) and "seconds"
     (wall time since the run started), for learning curves against steps, tokens or time.
     """
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
-    if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start < steps:
-        raise ValueError(f"start must be an int in [0, steps={steps}), got {start!r}")
+    positive_int("steps", steps)
+    int_in_range("start", start, 0, steps - 1, expected=f"an int in [0, steps={steps})")
     if clip is not None and not clip > 0:
         raise ValueError(f"clip must be positive or None, got {clip!r}")
     history = {"loss": [], "grad_norm": [], "seconds": []} if history is None else history

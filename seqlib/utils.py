@@ -1,11 +1,14 @@
-"""Reproducibility and bookkeeping helpers shared by every chapter."""
+"""Reproducibility, bookkeeping and source listings: the helpers every chapter shares."""
 
+import inspect
 import os
 import random
 
 import numpy as np
 import torch
 from torch import nn
+
+from seqlib.checks import check_int
 
 DEVICE_VARIABLE = "SEQLIB_DEVICE"
 SEED_VARIABLE = "SEQLIB_SEED"
@@ -24,9 +27,7 @@ def seed_offset() -> int:
 
 def book_seed(seed: int) -> int:
     """The seed the book draws for `seed`: seed + SEQLIB_SEED (`seed_offset`)."""
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
-    return seed + seed_offset()
+    return check_int("seed", seed) + seed_offset()
 
 
 def generator(seed: int) -> torch.Generator:
@@ -77,3 +78,10 @@ def count_parameters(module: nn.Module, trainable_only: bool = False) -> int:
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
     return sum(p.numel() for p in module.parameters() if p.requires_grad or not trainable_only)
+
+
+def show_source(obj):
+    """Syntax-highlighted source of a seqlib object, so the book shows the code that runs."""
+    from IPython.display import Code  # only where a page shows it
+
+    return Code(inspect.getsource(obj), language="python")

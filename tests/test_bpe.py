@@ -93,7 +93,7 @@ def test_decode_inverts_encode_and_tokens_come_from_the_vocabulary(counts, merge
     [
         (lambda: learn_merges("low lower", 3), "got a str"),
         (lambda: learn_merges(["low", "lo w"], 3), "without spaces, got 'lo w'"),
-        (lambda: learn_merges({"low": 0}, 3), "positive int, got 0 for 'low'"),
+        (lambda: learn_merges({"low": 0}, 3), "the count of 'low' must be a positive int, got 0"),
         (lambda: learn_merges(DECK, -1), "merges must be an int >= 0, got -1"),
         (lambda: BPE.learn(DECK, 2).encode(["low"]), "text must be a str, got list"),
         (lambda: BPE.learn(DECK, 2, None).decode(["lo", "w"]), "needs an end-of-word marker"),

@@ -50,7 +50,7 @@ def test_the_diagram_draws_one_line_per_model_and_the_diagonal():
     [
         ((torch.tensor([0.5, 1.2]), torch.tensor([1, 0])), r"confidence must lie in \[0, 1\]"),
         ((torch.tensor([0.5]), torch.tensor([1, 0])), "two non-empty"),
-        ((torch.tensor([0.5]), torch.tensor([1]), 0), "bins must be an int >= 1, got 0"),
+        ((torch.tensor([0.5]), torch.tensor([1]), 0), "bins must be a positive int, got 0"),
     ],
 )
 def test_bad_input_is_named(args, message):

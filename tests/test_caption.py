@@ -91,10 +91,14 @@ def test_splits_are_disjoint_and_strips_use_their_own_digits():
 
 def test_bad_input_errors():
     g = torch.Generator()
-    with pytest.raises(ValueError, match="digits must be a pair"):
+    with pytest.raises(ValueError, match=r"digits\[0\], the fewest digits, must be an int "
+                                         r"from 3 to 5, got 2"):
         dg.compose(IMAGES, LABELS, torch.arange(60), 2, g, digits=(2, 5))
-    with pytest.raises(ValueError, match="digits must be a pair"):
+    with pytest.raises(ValueError, match=r"digits\[1\], the most digits, must be an int from "
+                                         r"3 to 5, got 6"):
         dg.compose(IMAGES, LABELS, torch.arange(60), 2, g, digits=(3, 6))
+    with pytest.raises(ValueError, match=r"digits must be a pair \(fewest, most\), got 4"):
+        dg.compose(IMAGES, LABELS, torch.arange(60), 2, g, digits=4)
     with pytest.raises(TypeError, match="images must be a uint8"):
         dg.compose(IMAGES.float(), LABELS, torch.arange(60), 2, g)
     with pytest.raises(ValueError, match=r"images must have shape \(N, 28, 28\)"):
@@ -103,8 +107,10 @@ def test_bad_input_errors():
         dg.compose(IMAGES, LABELS, torch.arange(60), 0, g)
     with pytest.raises(ValueError, match="pool must be"):
         dg.compose(IMAGES, LABELS, torch.tensor([60]), 2, g)
-    with pytest.raises(ValueError, match="sizes must be"):
+    with pytest.raises(ValueError, match="sizes must add up to at most n=100"):
         dg.split_digits(100, {"train": 90, "test": 20})
+    with pytest.raises(ValueError, match=r"sizes\['test'\] must be a positive int, got 0"):
+        dg.split_digits(100, {"train": 90, "test": 0})
     model = cp.ShowAttendTell()
     with pytest.raises(TypeError, match="images must be uint8"):
         model.encoder(strips(2).images.float())

@@ -6,8 +6,15 @@ import math
 import pytest
 import torch
 
-from seqlib.decoding import beam_search, beam_steps, filter_logits, greedy, sample
-from seqlib.diagrams.beam import TableDecoder, beam_trace
+from seqlib.decoding import (
+    TableDecoder,
+    beam_search,
+    beam_steps,
+    beam_trace,
+    filter_logits,
+    greedy,
+    sample,
+)
 from seqlib.seq2seq import AttentionSeq2Seq, Seq2Seq
 from seqlib.text import pad_batch
 

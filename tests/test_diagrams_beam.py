@@ -8,8 +8,9 @@ import torch
 from matplotlib.patches import FancyBboxPatch
 from test_decoding import END, GO, MISSED
 
+from seqlib.decoding import beam_trace
 from seqlib.diagrams import COLOURS, legible
-from seqlib.diagrams.beam import beam_trace, draw_beam_search
+from seqlib.diagrams.beam import draw_beam_search
 
 WORDS = ["<start>", "<stop>", "x", "y", "z"]
 

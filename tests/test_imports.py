@@ -36,6 +36,16 @@ def test_a_checker_loads_only_what_it_needs():
         loaded_after("from seqlib.exercises import check_nothing")
 
 
+def test_a_checker_draws_nothing():
+    """The beam-search checker runs seqlib.decoding's search on tables; no figure code, so
+    no matplotlib."""
+    code = ("import sys, seqlib.exercises.decoding\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.splitlines()[-1] == "[]"
+
+
 def imports() -> dict[str, set[str]]:
     """{module: the seqlib modules it imports} over every file of seqlib."""
     graph = {}

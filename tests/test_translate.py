@@ -173,6 +173,21 @@ def test_batches_collate_the_drawn_indices(data):
         assert all(torch.equal(batch[k], expected[k]) for k in expected)
 
 
+def test_draws_from_tensors_are_the_batches_of_lists(data):
+    """The runs' batches, taken from tensors padded once, are `batches`' (lists padded at
+    every step): the same pairs in the same order, the same values, dtypes and layout."""
+    examples = data.ids["train"]
+    from_lists = tr.batches(examples, 16, torch.Generator().manual_seed(4))
+    from_tensors = tr.draws(examples, 16, torch.device("cpu"), torch.Generator().manual_seed(4))
+    for old, new in itertools.islice(zip(from_lists, from_tensors, strict=True), 30):
+        assert old.keys() == new.keys()
+        for k in old:
+            assert torch.equal(old[k], new[k]) and old[k].dtype == new[k].dtype
+            assert old[k].stride() == new[k].stride(), k
+    with pytest.raises(ValueError, match="batch_size must be a positive int, got 0"):
+        next(tr.draws(examples, 0, "cpu", torch.Generator()))
+
+
 def test_scheduled_training_is_cached_under_its_own_key(data, tmp_path, monkeypatch):
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
     kwargs = dict(steps=4, batch_size=8, lr=1e-2, seed=0)

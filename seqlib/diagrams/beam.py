@@ -1,19 +1,15 @@
 """Beam search drawn as a tree (beyond the chapter): every extension that the search scored,
 with its probability and what the beam did with it.
 
-`TableDecoder` is a decoder written as a table, for worked examples; `beam_trace` runs
-seqlib.decoding's beam search step by step (`beam_steps`) and lists, per step and source,
-every extension it scored; `draw_beam_search` draws one source's trace as a tree."""
+`draw_beam_search` draws one source's part of a seqlib.decoding.beam_trace (the search run
+step by step) as a tree."""
 
 import math
 from collections.abc import Sequence
 
-import torch
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from seqlib.checks import check_source, positive_int
-from seqlib.decoding import NEG_INF, beam_steps
 from seqlib.diagrams import COLOURS, MAX_WIDTH, arrow, box, canvas
 
 # What the beam did with an extension -> (box colour kind, edge style)
@@ -22,71 +18,6 @@ STATUS_STYLE = {
     "finished": ("layer", {"edgecolor": "black", "linewidth": 2.0}),
     "dropped": ("input", {"edgecolor": "0.6", "linestyle": "--"}),
 }
-
-
-class TableDecoder:
-    """A decoder written as a table, for worked examples of decoding: `table` maps a prefix
-    (a tuple of token ids, <start> left out) to the probabilities of the next token, a
-    sequence of `vocab_size` numbers summing to 1; after a prefix the table lacks, <stop>
-    comes with probability 1. It follows the decoding protocol; the source only sets the
-    batch size."""
-
-    def __init__(self, table: dict, vocab_size: int, stop_id: int):
-        self.tgt_vocab_size = positive_int("vocab_size", vocab_size)
-        self.stop_id = stop_id
-        self.table = {}
-        for prefix, probs in table.items():
-            p = torch.as_tensor(probs, dtype=torch.float64)
-            if not isinstance(prefix, tuple) or p.shape != (vocab_size,) or (p < 0).any() \
-                    or abs(float(p.sum()) - 1) > 1e-9:
-                raise ValueError(f"table[{prefix!r}] must be {vocab_size} probabilities summing "
-                                 f"to 1 after a tuple prefix, got {probs!r}")
-            self.table[prefix] = p
-
-    def probabilities(self, prefix: tuple) -> torch.Tensor:
-        """P(next token | prefix), (V,)."""
-        if prefix in self.table:
-            return self.table[prefix]
-        return torch.nn.functional.one_hot(torch.tensor(self.stop_id),
-                                           self.tgt_vocab_size).double()
-
-    def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> list:
-        return [None] * len(check_source(src, src_mask))  # None: <start> not yet read
-
-    def step(self, tokens: torch.Tensor, state: list):
-        prefixes = [() if p is None else p + (y,) for p, y in zip(state, tokens.tolist(),
-                                                                    strict=True)]
-        return torch.stack([self.probabilities(p) for p in prefixes]).log(), prefixes
-
-    @staticmethod
-    def reorder(state: list, index: torch.Tensor) -> list:
-        return [state[i] for i in index.tolist()]
-
-
-def beam_trace(model, src: torch.Tensor, src_mask: torch.Tensor, **options):
-    """seqlib.decoding.beam_search(model, src, src_mask, **options) and its trace: per step,
-    one list per source of every extension of its live hypotheses by every token (K V of
-    them: for small vocabularies), each a dict with the "prefix" (a tuple of ids), the
-    "token", its "log_p" (the log-probability of the prefix and the token) and its
-    "status": "live" (kept), "finished" (ended by <stop> among the K best) or "dropped".
-    Returns (the search's result, the trace)."""
-    search, trace = beam_steps(model, src, src_mask, **options), []
-    while True:
-        try:
-            step = next(search)
-        except StopIteration as end:
-            return end.value, trace
-        trace.append([[] if status is None else _extensions(total, prefixes, status)
-                      for total, prefixes, status in zip(*step, strict=True)])
-
-
-def _extensions(total: torch.Tensor, prefixes: list, status: dict) -> list[dict]:
-    """Every extension of the live hypotheses (rows of `total` (K, V) above -inf) by every
-    token, with its log-probability and what the beam did with it."""
-    return [{"prefix": tuple(prefixes[k]), "token": y, "log_p": s,
-             "status": status.get((k, y), "dropped")}
-            for k, row in enumerate(total.tolist()) if max(row) > NEG_INF
-            for y, s in enumerate(row) if s > NEG_INF]
 
 
 def draw_beam_search(steps: Sequence[Sequence[dict]], words: Sequence[str], *, ax=None,

@@ -8,6 +8,7 @@ zeta^<T>, ..., zeta^<1> of (7.6), and every adjoint contributes to the gradient 
 
 from matplotlib.lines import Line2D
 
+from seqlib.checks import int_in_range
 from seqlib.diagrams import arrow, box, canvas, label, time_label
 
 FORWARD, BACKWARD, SHARED = "black", "#c0392b", "#38761d"
@@ -18,8 +19,7 @@ def _columns(T):
     the gap)."""
     if T is None:
         return ["1", "2", None, "T-1", "T"]
-    if isinstance(T, bool) or not isinstance(T, int) or T < 1:
-        raise ValueError(f"T must be a positive int or None (symbolic), got {T!r}")
+    int_in_range("T", T, 1, expected="a positive int or None (symbolic)")
     if T <= 5:
         return [str(t) for t in range(1, T + 1)]
     return ["1", "2", None, str(T - 1), str(T)]

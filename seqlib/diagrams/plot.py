@@ -1,16 +1,7 @@
-"""Small display helpers for the chapters: source listings and the book's recurring plots."""
-
-import inspect
+"""The book's recurring plots: learning curves."""
 
 import matplotlib.pyplot as plt
 import torch
-
-
-def show_source(obj):
-    """Syntax-highlighted source of a seqlib object, so the book shows the code that runs."""
-    from IPython.display import Code
-
-    return Code(inspect.getsource(obj), language="python")
 
 
 def plot_losses(histories: dict[str, list[float]], *, xlabel: str = "step",

@@ -9,6 +9,7 @@ and Fig. 7.5 runs a trained one, so neither can drift from the model it shows.
 import matplotlib.pyplot as plt
 import torch
 
+from seqlib.checks import positive_int
 from seqlib.diagrams import COLOURS, MAX_WIDTH, arrow, box, canvas, frame, label, op, time_label
 from seqlib.rnn import RNN
 
@@ -158,8 +159,7 @@ def paradigms(patterns: dict[str, tuple[list[bool], list[bool]]]):
 def recursive_and_unfolded(steps: int = 3):
     """Fig. 7.3: the RNN as a recursive graph (a unit whose state loops back into it) and
     the same graph unfolded over `steps` consecutive times t - 1, t, t + 1, ..."""
-    if not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    positive_int("steps", steps)
     times = ["t"] if steps == 1 else [f"t{k:+d}" if k else "t"
                                       for k in range(-(steps // 2), steps - steps // 2)]
     width = 5.2 + 1.6 * steps

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from seqlib.bptt import bptt, rnn_with_spectral_radius
+from seqlib.checks import positive_int
 from seqlib.rnn import ACTIVATIONS
 from seqlib.utils import generator
 
@@ -28,8 +29,7 @@ def adjoint_norms(radius: float, *, T: int = 50, input_scale: float = 1e-12,
 
     Returns a float64 tensor of length T whose entry k is the ratio for T - t = k.
     """
-    if not isinstance(T, int) or T < 1:
-        raise ValueError(f"T must be a positive int, got {T!r}")
+    positive_int("T", T)
     if not isinstance(input_scale, (int, float)) or input_scale < 0:
         raise ValueError(f"input_scale must be a number >= 0, got {input_scale!r}")
     if nonlinearity not in ACTIVATIONS:

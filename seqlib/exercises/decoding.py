@@ -12,7 +12,7 @@ score score_i + log_p[i, y]; the extensions are ranked all together. live: the K
 extensions that do not end in <stop> (and have a finite score), each (prefix + (y,),
 score), best first; finished: the extensions by <stop> that rank among the K best of all
 the extensions, each (prefix, score) with the prefix as it was (no <stop>), best first.
-The reference is seqlib.decoding.beam_search, step by step (seqlib.diagrams.beam.beam_trace),
+The reference is seqlib.decoding.beam_search, step by step (seqlib.decoding.beam_trace),
 on random tables.
 
 `check_fit_temperature(attempt)` checks temperature scaling,
@@ -29,7 +29,7 @@ import numbers
 
 import torch
 
-from seqlib.diagrams.beam import TableDecoder, beam_trace
+from seqlib.decoding import TableDecoder, beam_trace
 from seqlib.exercises.toolkit import ExerciseError, expect, passed, require_callable
 
 STOP = 1  # the tables' ids: 0 <start> (never written), 1 <stop>, 2... words

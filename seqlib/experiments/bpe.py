@@ -23,6 +23,8 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
+from seqlib.checks import int_in_range, positive_int
+
 END_OF_WORD = "</w>"
 
 
@@ -35,8 +37,7 @@ def _check_words(words) -> Counter:
     for word, n in counts.items():
         if not isinstance(word, str) or not word or any(c.isspace() for c in word):
             raise ValueError(f"every word must be a non-empty str without spaces, got {word!r}")
-        if not isinstance(n, int) or n < 1:
-            raise ValueError(f"every count must be a positive int, got {n!r} for {word!r}")
+        positive_int(f"the count of {word!r}", n)
     return counts
 
 
@@ -55,8 +56,7 @@ def learn_merges(words, merges: int, end_of_word: str | None = END_OF_WORD,
     early when no pair is left (every word a single symbol). A list passed as `counts`
     receives the count of each merged pair when it was merged.
     """
-    if not isinstance(merges, int) or merges < 0:
-        raise ValueError(f"merges must be an int >= 0, got {merges!r}")
+    int_in_range("merges", merges, 0)
     word_counts = _check_words(words)
     vocab = [_symbols(word, end_of_word) for word in word_counts]
     freq = list(word_counts.values())

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import torch
 
+from seqlib.checks import positive_int
+
 
 @dataclass
 class Reliability:
@@ -37,8 +39,7 @@ class Reliability:
 def reliability(confidence: torch.Tensor, correct: torch.Tensor, bins: int = 10) -> Reliability:
     """Bin predictions by `confidence` (N,) in [0, 1]; `correct` (N,) says which came true.
     Bin b holds the confidences in (b / bins, (b + 1) / bins], the first also 0."""
-    if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
-        raise ValueError(f"bins must be an int >= 1, got {bins!r}")
+    positive_int("bins", bins)
     confidence = torch.as_tensor(confidence, dtype=torch.float64)
     correct = torch.as_tensor(correct)
     if confidence.dim() != 1 or correct.shape != confidence.shape or len(confidence) == 0:

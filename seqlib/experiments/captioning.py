@@ -69,10 +69,10 @@ class StripEncoder(nn.Module):
 
     def __init__(self, channels: tuple = (16, 32, 64)):
         super().__init__()
-        if not isinstance(channels, tuple) or not channels \
-                or not all(isinstance(c, int) and c >= 1 for c in channels):
-            raise ValueError(f"channels must be a non-empty tuple of positive ints, got "
-                             f"{channels!r}")
+        if not isinstance(channels, tuple) or not channels:
+            raise ValueError(f"channels must be a non-empty tuple, got {channels!r}")
+        for k, c in enumerate(channels):
+            positive_int(f"channels[{k}]", c)
         layers, c_in = [], 1
         for c in channels:
             layers += [nn.Conv2d(c_in, c, 4, stride=2, padding=1, bias=False),

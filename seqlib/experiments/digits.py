@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
+from seqlib.checks import int_in_range, positive_int
 from seqlib.text import SPECIALS, Vocab
 from seqlib.utils import generator
 
@@ -60,9 +61,10 @@ def split_digits(n: int = 10_000, sizes: dict | None = None, seed: int = 0) -> d
     test set is ordered: its first and second halves come from different groups of
     writers, so contiguous blocks of indices would give splits of different difficulty.)"""
     sizes = dict(SPLITS if sizes is None else sizes)
-    if any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes.values()) \
-            or sum(sizes.values()) > n:
-        raise ValueError(f"sizes must be positive ints adding up to at most n={n}, got {sizes}")
+    for name, size in sizes.items():
+        positive_int(f"sizes[{name!r}]", size)
+    if sum(sizes.values()) > n:
+        raise ValueError(f"sizes must add up to at most n={n}, got {sizes}")
     order = torch.randperm(n, generator=generator(seed))
     splits, at = {}, 0
     for name, size in sizes.items():
@@ -100,13 +102,11 @@ def compose(images: torch.Tensor, labels: torch.Tensor, pool, count: int,
     `pool`, every random choice from `generator`. `digits` = (fewest, most) digits per
     strip, between MIN_DIGITS and MAX_DIGITS."""
     _check_digit_images(images, labels)
-    low, high = digits if isinstance(digits, tuple) and len(digits) == 2 else (None, None)
-    if not (isinstance(low, int) and isinstance(high, int)
-            and MIN_DIGITS <= low <= high <= MAX_DIGITS):
-        raise ValueError(f"digits must be a pair (fewest, most) with {MIN_DIGITS} <= fewest <= "
-                         f"most <= {MAX_DIGITS}, got {digits!r}")
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ValueError(f"count must be a positive int, got {count!r}")
+    if not isinstance(digits, tuple) or len(digits) != 2:
+        raise ValueError(f"digits must be a pair (fewest, most), got {digits!r}")
+    low = int_in_range("digits[0], the fewest digits,", digits[0], MIN_DIGITS, MAX_DIGITS)
+    high = int_in_range("digits[1], the most digits,", digits[1], low, MAX_DIGITS)
+    positive_int("count", count)
     pool = torch.as_tensor(pool, dtype=torch.long)
     if pool.dim() != 1 or len(pool) == 0 or pool.min() < 0 or pool.max() >= len(images):
         raise ValueError(f"pool must be a non-empty 1-D set of indices into the {len(images)} "

@@ -22,6 +22,9 @@ have them.
   training, and keeps its share of the rows (a deterministic sharding): the run sees the
   batches of one process, whatever the number of processes, and each share's loss is
   weighted so that DDP's average of the gradients is the gradient of the whole batch.
+  The batches are assembled on the device: the model is moved there before its run is
+  made, so the translation pairs are padded once into tensors there (translation.draws)
+  and the language model's text is moved there once; a step only indexes them.
 - Only rank 0 prints, shows a progress bar and reads and writes the folder `--out`. It
   writes a checkpoint every `--checkpoint-every` steps, atomically (`save_atomic` of
   seqlib.experiments.runs); a run started again with the same `--out` continues from the
@@ -57,25 +60,28 @@ from seqlib.transformer import Transformer
 from seqlib.utils import book_seed, default_device, generator
 
 
-def translation(config: dict) -> tuple[runs.Run, tr.TranslationData]:
+def translation(config: dict, device="cpu") -> tuple[runs.Run, tr.TranslationData]:
     """The run of the transformer of Fig. 7.16 on Multi30k (translation.run), and its data;
     config["limit"] and config["eval_limit"], when not None, keep only the first training
-    pairs and the first pairs of each evaluation split (quick checks)."""
+    pairs and the first pairs of each evaluation split (quick checks). The model is built
+    on the CPU and moved to `device`, where the run's batches are assembled."""
     return _translation(config, "transformer", lambda data: Transformer(
         len(data.src_vocab), len(data.tgt_vocab),
-        **{k: config[k] for k in ("p", "heads", "n1", "num_layers", "dropout")}))
+        **{k: config[k] for k in ("p", "heads", "n1", "num_layers", "dropout")}), device)
 
 
-def attention_translation(config: dict) -> tuple[runs.Run, tr.TranslationData]:
+def attention_translation(config: dict, device="cpu") -> tuple[runs.Run, tr.TranslationData]:
     """The run of the encoder-decoder with attention of Fig. 7.10 and (7.22) on Multi30k
-    (translation.run, chapter 08's full configuration), and its data."""
+    (translation.run, chapter 08's full configuration), and its data, as `translation`."""
     return _translation(config, "attention", lambda data: AttentionSeq2Seq(
         len(data.src_vocab), len(data.tgt_vocab), config["embed"], config["hidden"],
-        **{k: config[k] for k in ("unit", "encoder_size", "score", "attention_size")}))
+        **{k: config[k] for k in ("unit", "encoder_size", "score", "attention_size")}),
+        device)
 
 
-def _translation(config: dict, kind: str, build: Callable) -> tuple:
-    """The translation run of the model build(data), named as the chapters name it."""
+def _translation(config: dict, kind: str, build: Callable, device) -> tuple:
+    """The translation run of the model build(data), named as the chapters name it, on
+    `device`: its batches are taken there from the pairs padded once (translation.draws)."""
     pairs = {split: multi30k(split, config["src"], config["tgt"])
              for split in ("train", "val", "test_2016_flickr")}
     pairs["train"] = pairs["train"][:config["limit"]]
@@ -83,13 +89,14 @@ def _translation(config: dict, kind: str, build: Callable) -> tuple:
         pairs[split] = pairs[split][:config["eval_limit"]]
     data = tr.prepare(pairs, config["min_freq"])
     fit = {k: v for k, v in config.items() if k in tr.FIT_KEYS or k in tr.FIT_DEFAULTS}
-    return tr.run(f"{config['src']}-{config['tgt']}-{kind}", lambda: build(data), data,
-                  fit), data
+    return tr.run(f"{config['src']}-{config['tgt']}-{kind}", lambda: build(data).to(device),
+                  data, fit), data
 
 
-def char_lm(config: dict) -> tuple[runs.Run, tuple]:
+def char_lm(config: dict, device="cpu") -> tuple[runs.Run, tuple]:
     """The run of the decoder-only transformer of chapter 7.5 on tiny Shakespeare
-    (runs.language_model), and its data (vocab, train_ids, val_ids)."""
+    (runs.language_model), and its data (vocab, train_ids, val_ids); the model is built on
+    the CPU and moved to `device`, and so is the training text, once."""
     if config["context"] > config["max_len"]:
         raise ValueError(f"context={config['context']} exceeds max_len={config['max_len']}: "
                          "a chunk must fit the transformer's positions")
@@ -97,8 +104,8 @@ def char_lm(config: dict) -> tuple[runs.Run, tuple]:
     vocab = char_vocab(text)
     train_ids, val_ids = streams.split_corpus(torch.tensor(vocab.encode(text)), 0.9)
     arch = ("p", "heads", "n1", "num_layers", "max_len", "dropout", "positional")
-    model = runs.built(lambda: TransformerLM(len(vocab), **{k: config[k] for k in arch}),
-                       config["seed"])
+    model = runs.built(lambda: TransformerLM(len(vocab), **{k: config[k] for k in arch})
+                       .to(device), config["seed"])
     fit = {k: v for k, v in config.items() if k not in arch}
     return (runs.language_model("shakespeare-transformer", model, train_ids, fit),
             (vocab, train_ids, val_ids))
@@ -132,9 +139,11 @@ def share(batch, rank: int, world: int, device: torch.device) -> tuple:
                          "processes: raise batch_size or use fewer processes")
     mine = slice(rank, None, world)
     if isinstance(batch, dict):
+        part = {k: v[mine].to(device) for k, v in batch.items()}
+        if world == 1:  # the whole batch, weight 1: no count, which would wait for the GPU
+            return part, 1.0
         tokens = (batch["tgt_out"] != 0).sum(1).tolist()  # target tokens of each row
-        return ({k: v[mine].to(device) for k, v in batch.items()},
-                sum(tokens[mine]) * world / sum(tokens))
+        return part, sum(tokens[mine]) * world / sum(tokens)
     return tuple(t[mine].to(device) for t in batch), len(range(rows)[mine]) * world / rows
 
 
@@ -308,7 +317,7 @@ def main(argv=None) -> dict:
         torch.set_float32_matmul_precision("high")
     log = print if rank == 0 else (lambda *a, **k: None)
     try:
-        run, data = EXPERIMENTS[args.experiment][0](config)
+        run, data = EXPERIMENTS[args.experiment][0](config, device)
         model = run.model.to(device, getattr(torch, args.dtype))
         optimizer = run.optimizer(model)
         saved, start, history = last_checkpoint(out, identity, rank, world), 0, None
@@ -384,7 +393,7 @@ def load(out, device=None) -> tuple[runs.Run, object]:
     seqlib.default_device()) in evaluation mode."""
     saved = torch.load(Path(out) / "model.pt", map_location="cpu", weights_only=True)
     device = default_device() if device is None else torch.device(device)
-    run, data = EXPERIMENTS[saved["experiment"]][0](saved["config"])
+    run, data = EXPERIMENTS[saved["experiment"]][0](saved["config"], device)
     run.model.to(device, getattr(torch, saved["dtype"])).load_state_dict(saved["model"])
     run.model.eval()
     return run, data

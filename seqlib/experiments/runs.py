@@ -327,8 +327,7 @@ def run_in_processes(calls: list, processes: int | None = None) -> None:
     if processes is None:
         processes = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
             else os.cpu_count() or 1
-    if not isinstance(processes, int) or isinstance(processes, bool) or processes < 1:
-        raise ValueError(f"processes must be a positive int, got {processes!r}")
+    positive_int("processes", processes)
     workers = min(len(calls), processes)
     if workers < 2:
         return

@@ -66,8 +66,10 @@ def stratified_folds(labels, k: int, seed: int = 0) -> list[torch.Tensor]:
 def stratified_split(labels, parts=(8, 1, 1), seed: int = 0) -> list[torch.Tensor]:
     """A seeded stratified split into len(parts) sets in proportion to `parts` ((8, 1, 1):
     80/10/10, train, validation, test): unions of consecutive stratified folds."""
-    if not parts or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in parts):
-        raise ValueError(f"parts must be positive ints, got {parts!r}")
+    if not parts:
+        raise ValueError(f"parts must hold at least one proportion, got {parts!r}")
+    for k, n in enumerate(parts):
+        positive_int(f"parts[{k}]", n)
     folds = stratified_folds(labels, sum(parts), seed)
     bounds = torch.tensor([0, *parts]).cumsum(0).tolist()
     return [torch.cat(folds[a:b]).sort().values for a, b in zip(bounds, bounds[1:], strict=False)]

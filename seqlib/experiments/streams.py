@@ -73,8 +73,9 @@ def contiguous_batches(ids: torch.Tensor, batch_size: int, context: int):
     check_stream(ids, batch_size, context)
     inputs, targets = ids[:-1], ids[1:]
     N = len(inputs)
-    starts = torch.arange(batch_size) * N // batch_size  # (B,) first pair of each stream
-    steps = torch.arange(context)  # (T,)
+    device = ids.device  # chunks are gathered where the ids are: no copy per step
+    starts = torch.arange(batch_size, device=device) * N // batch_size  # (B,) first pairs
+    steps = torch.arange(context, device=device)  # (T,)
     position = 0
     while True:
         index = (starts[:, None] + position + steps) % N  # (B, T)

@@ -8,7 +8,8 @@
   targets framed by <start>/<stop>.
 - `batches`: shuffled, length-bucketed batches drawn with an explicit torch.Generator
   (seqlib.experiments.sentences.batch_indices), padded with <empty> and with masks (True
-  at real tokens).
+  at real tokens); `draws`, the same batches taken from tensors padded once on the
+  device, which the runs train on.
 - `run(name, model, data, config)`: the training run of a model
   (seqlib.experiments.runs.Run), the masked cross-entropy with Adam; runs.trained trains
   it once and caches it.
@@ -18,7 +19,7 @@
 
 from dataclasses import dataclass
 from functools import partial
-from itertools import pairwise
+from itertools import chain, pairwise
 
 import torch
 
@@ -154,9 +155,23 @@ def batches(examples: list, batch_size: int, generator: torch.Generator, pool: i
 
 
 def draws(examples: list, batch_size: int, device, generator: torch.Generator):
-    """The batches of a run: `batches` of the examples, moved to `device`."""
-    return ({k: v.to(device) for k, v in batch.items()}
-            for batch in batches(examples, batch_size, generator))
+    """The batches of a run, those of `batches`, assembled on `device`: every pair is
+    padded once into tensors moved there once; each step takes its pairs' rows and cuts
+    them to its longest sentences (the same values as `collate`, without a list or a copy
+    to the device per step)."""
+    indices = batch_indices(examples, batch_size, generator)
+    first = next(indices)  # batch_size and examples checked before anything is padded
+    src_lengths = [len(s) for s, _ in examples]
+    tgt_lengths = [len(t) for _, t in examples]
+    src, src_mask = (t.to(device) for t in pad_batch([s for s, _ in examples]))  # (N, S)
+    tgt = pad_batch([t for _, t in examples])[0].to(device)  # (N, T + 1)
+    for index in chain([first], indices):
+        rows = torch.tensor(index, device=device)  # (B,)
+        S = max(src_lengths[j] for j in index)
+        T = max(tgt_lengths[j] for j in index)
+        batch = tgt[rows, :T]  # (B, T + 1)
+        yield {"src": src[rows, :S], "src_mask": src_mask[rows, :S],
+               "tgt_in": batch[:, :-1], "tgt_out": batch[:, 1:]}
 
 
 # The settings of `run` (its config): those it needs, and the defaults of the others.
