@@ -1,7 +1,8 @@
-"""Write the coverage page, book/coverage.md, from book/coverage.yml.
+"""Write the coverage page, book/coverage.md, from book/coverage.yml and the lines that
+the pages' check cells print ("checked: ...").
 
 Run `python book/coverage.py` (or `make execute`, which runs it) after changing the data
-file; tests/test_coverage.py fails while the page and the data disagree.
+file or a check cell; tests/test_coverage.py fails while the page and the data disagree.
 """
 
 import json
@@ -30,10 +31,43 @@ def _code(text) -> str:
     return "`" + " ".join(str(text).splitlines()) + "`"
 
 
+def _printed(cell: dict) -> list[str]:
+    """The lines a code cell printed (its stdout)."""
+    return "".join("".join(out.get("text", [])) for out in cell.get("outputs", [])
+                   if out.get("name") == "stdout").splitlines()
+
+
+def check_cell(home: str, check: str) -> dict:
+    """The one code cell of the page `home` whose source contains `check`."""
+    cells = [cell for cell in _notebook(home) if cell["cell_type"] == "code"
+             and check in "".join(cell["source"])]
+    if len(cells) != 1:
+        raise ValueError(f"{home}: {len(cells)} code cells contain {check!r}, expected one")
+    return cells[0]
+
+
+def described(entry: dict) -> str:
+    """What the check of an equation or stated number asserts: its `label` in the data
+    file, else the line its check cell prints, "checked: ...", without the prefix."""
+    if entry.get("label"):
+        return entry["label"]
+    lines = [line.removeprefix("checked: ") for line in
+             _printed(check_cell(entry["home"], entry["check"]))
+             if line.startswith("checked: ")]
+    if not lines:
+        raise ValueError(f"{entry['home']}: the cell of {entry['check']!r} prints no "
+                         "'checked: ...' line; give the entry a label")
+    return "; ".join(lines)
+
+
+def _notebook(home: str) -> list:
+    """The cells of a page."""
+    return json.loads((BOOK.parent / "notebooks" / f"{home}.ipynb").read_text())["cells"]
+
+
 def _page(home: str) -> str:
     """A link to a page under its own title (its first line, as the sidebar shows it)."""
-    path = BOOK.parent / "notebooks" / f"{home}.ipynb"
-    title = "".join(json.loads(path.read_text())["cells"][0]["source"]).splitlines()[0]
+    title = "".join(_notebook(home)[0]["source"]).splitlines()[0]
     return f"[{title.removeprefix('# ').strip()}](../notebooks/{home}.ipynb)"
 
 
@@ -65,8 +99,9 @@ def render(data: dict) -> str:
         "counterpart, each number the code that recomputes it, except three facts about",
         "data the book does not hold, which are cited with the book's own data measured",
         "beside them. Under each description are the seqlib object that implements it and",
-        "the check: a line of a code cell of its home page. The pages that go beyond the",
-        "chapter are listed at the end.",
+        "what its check asserts: the line that the check's folded cell on the home page",
+        "prints, or a short description where that cell prints none. The pages that go",
+        "beyond the chapter are listed at the end.",
         "",
         f"## Equations ({len(equations)})",
         "",
@@ -77,7 +112,7 @@ def render(data: dict) -> str:
         implemented = "computed in the notebook" if eq["code"] == "notebook" \
             else f"implemented by {_code(eq['code'])}"
         rows.append([[f"[({number})]({label})"],
-                     [_cell(eq["what"]), f"{implemented}\\\nchecked by {_code(eq['check'])}"],
+                     [_cell(eq["what"]), f"{implemented}\\\nchecked: {_cell(described(eq))}"],
                      [_page(eq["home"])]])
     lines += _table([12, 63, 25], ["equation", "what it says, its code and its check", "home"],
                     rows)
@@ -93,7 +128,7 @@ def render(data: dict) -> str:
     lines += ["", f"## Stated numbers and worked examples ({len(numbers)})", ""]
     rows = []
     for item in numbers:
-        check = f"checked by {_code(item['check'])}" if item["check"] \
+        check = f"checked: {_cell(described(item))}" if item["check"] \
             else _cell(item.get("note", ""))
         rows.append([[item["section"]], [_cell(item["value"])], [_cell(item["what"]), check],
                      [_page(item["home"])]])

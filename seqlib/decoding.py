@@ -13,6 +13,8 @@ Section 7.5, names sampling and beam search without their details, which go beyo
 
 For worked examples (beyond the chapter): `TableDecoder`, a decoder written as a table of
 probabilities, and `beam_trace`, beam search step by step with every extension it scored.
+`check_decoder` tests a trained decoder against (7.34): its steps give the logits of its
+teacher-forced pass, and what it writes depends on the code z of the source.
 
 The model follows the decoding protocol of seqlib.seq2seq, `start`, `step` and `reorder`;
 sources are padded batches, src (B, S) ids and src_mask (B, S) bool, True at real tokens.
@@ -315,3 +317,45 @@ def _extensions(total: torch.Tensor, prefixes: list, status: dict) -> list[dict]
              "status": status.get((k, y), "dropped")}
             for k, row in enumerate(total.tolist()) if max(row) > NEG_INF
             for y, s in enumerate(row) if s > NEG_INF]
+
+
+class DecoderCheck(NamedTuple):
+    """What `check_decoder` measured: the largest |difference| between the step-by-step and
+    the teacher-forced logits, and per source sentence (B,) the mean total variation between
+    its next-token distributions and those given another sentence's code."""
+    max_diff: float
+    code_effect: torch.Tensor
+
+
+def check_decoder(model, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor, *,
+                  atol: float = 1e-4, min_effect: float = 1e-3) -> DecoderCheck:
+    """Check (7.34), y_hat^<t> = f_decoder(z, (y~^<1>, ..., y~^<t-1>)), on a batch: calling
+    `step` once per position of tgt_in (B, T) gives the teacher-forced logits of
+    `model(src, src_mask, tgt_in)` to `atol` (so position t reads the tokens before it only),
+    and the code z matters: with each sentence given the next sentence's source (the batch
+    rolled by one; B >= 2 different sources), the next-token distributions of every sentence
+    move, in mean total variation over its T positions, by at least `min_effect`. A decoder
+    that ignores z, or one that reads later tokens, raises an AssertionError."""
+    B = len(check_source(src, src_mask))
+    if B < 2:
+        raise ValueError(f"check_decoder needs B >= 2 source sentences, got {B}")
+    if tgt_in.dim() != 2 or len(tgt_in) != B:
+        raise ValueError(f"tgt_in must be (B={B}, T), got shape {tuple(tgt_in.shape)}")
+    with _decoding(model):
+        parallel = _at_least_float32(model(src, src_mask, tgt_in))  # (B, T, V)
+        state, rows = model.start(src, src_mask), []
+        for t in range(tgt_in.shape[1]):  # one decoder call per position
+            logits, state = model.step(tgt_in[:, t], state)  # (B, V)
+            rows.append(_at_least_float32(logits))
+        max_diff = (torch.stack(rows, dim=1) - parallel).abs().max().item()  # (B, T, V)
+        assert max_diff <= atol, (f"expected step-by-step logits equal to the teacher-forced "
+                                  f"ones to {atol:g}, got a difference of {max_diff:.3g}")
+        other = model(src.roll(1, 0), src_mask.roll(1, 0), tgt_in)  # another sentence's z
+        moved = (parallel.softmax(-1) - _at_least_float32(other).softmax(-1)).abs()
+        effect = 0.5 * moved.sum(-1).mean(-1)  # (B,): mean total variation per sentence
+    b = int(effect.argmin())
+    assert effect[b] >= min_effect, (
+        f"expected another source to move every sentence's next-token distributions by "
+        f"at least {min_effect:g} (mean total variation), got {effect[b].item():.3g} for "
+        f"sentence {b}: the decoder ignores its code z")
+    return DecoderCheck(max_diff, effect)

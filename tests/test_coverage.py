@@ -101,6 +101,48 @@ def test_every_equation_names_its_code_and_check(number):
         assert _resolve(eq["code"]) is not None
 
 
+CHECKED = [(number, eq) for number, eq in DATA["equations"].items()] + [
+    (item["id"], item) for item in DATA["numbers"] if item["check"] is not None]
+CODE_LIKE = re.compile(r"\bassert\b|==|allclose\(|assert_close\(|\bcheck\(|\.item\(\)|"
+                       r"[(\[,\\:]$|^(for \w+(, \w+)* in |def \w+\(|print\()")
+
+
+@pytest.mark.parametrize("key, entry", CHECKED, ids=[key for key, _ in CHECKED])
+def test_every_check_is_named_by_what_it_asserts(key, entry):
+    """The coverage page's 'checked' text is the line the check's cell prints or a label,
+    a description, never a line of code."""
+    cell = coverage_page.check_cell(entry["home"], entry["check"])
+    said = coverage_page.described(entry)
+    assert said and not CODE_LIKE.search(said), f"{key}: expected a description of the " \
+        f"check, got code-like text {said!r}"
+    if entry.get("label"):
+        assert not any(said in c for c in code(entry["home"])), \
+            f"{key}: expected a description, got a label that is code of {entry['home']}"
+    else:
+        printed = [line.removeprefix("checked: ") for line in outputs(cell).splitlines()
+                   if line.startswith("checked: ")]
+        assert printed and said == "; ".join(printed), \
+            f"{key}: expected the cell's printed 'checked: ...' line, got {said!r}"
+
+
+def test_the_code_guard_recognises_every_check_as_code():
+    """CODE_LIKE, which the descriptions must not match, matches the code of every check
+    (what the page showed before it named the checks)."""
+    missed = [entry["check"] for _, entry in CHECKED if not CODE_LIKE.search(entry["check"])]
+    assert not missed, f"expected every check's code to look like code, got {missed}"
+
+
+def test_the_coverage_page_names_checks_not_code():
+    page = (ROOT / "book" / "coverage.md").read_text()
+    checks = [line.strip() for line in page.splitlines()
+              if line.strip().startswith(("checked:", "checked by"))]
+    assert len(checks) == len(CHECKED), f"expected {len(CHECKED)} 'checked:' lines, " \
+        f"got {len(checks)}"
+    code_like = [line for line in checks if "`" in line or line.startswith("checked by")
+                 or CODE_LIKE.search(line.removeprefix("checked: "))]
+    assert not code_like, f"expected descriptions of checks, got code: {code_like[:3]}"
+
+
 def _resolve(dotted: str):
     """The object a dotted path names: a module, or an attribute path inside one."""
     parts = dotted.split(".")
