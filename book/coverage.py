@@ -114,7 +114,7 @@ def render(data: dict) -> str:
         rows.append([[f"[({number})]({label})"],
                      [_cell(eq["what"]), f"{implemented}\\\nchecked: {_cell(described(eq))}"],
                      [_page(eq["home"])]])
-    lines += _table([12, 63, 25], ["equation", "what it says, its code and its check", "home"],
+    lines += _table([9, 70, 21], ["equation", "what it says, its code and its check", "home"],
                     rows)
     lines += ["", f"## Figures ({len(figures)})", ""]
     rows = []
@@ -124,7 +124,7 @@ def render(data: dict) -> str:
             else f"drawn by {_code(fig['drawn_by'])}"
         rows.append([[f"[Fig. {number}]({label})"], [_cell(fig["what"]), drawn],
                      [_page(fig["home"])]])
-    lines += _table([12, 63, 25], ["figure", "what it shows, and what draws it", "home"], rows)
+    lines += _table([9, 70, 21], ["figure", "what it shows, and what draws it", "home"], rows)
     lines += ["", f"## Stated numbers and worked examples ({len(numbers)})", ""]
     rows = []
     for item in numbers:
@@ -132,7 +132,7 @@ def render(data: dict) -> str:
             else _cell(item.get("note", ""))
         rows.append([[item["section"]], [_cell(item["value"])], [_cell(item["what"]), check],
                      [_page(item["home"])]])
-    lines += _table([9, 20, 48, 23], ["section", "value", "what it is, and its check", "home"],
+    lines += _table([7, 17, 55, 21], ["section", "value", "what it is, and its check", "home"],
                     rows)
     beyond = data["beyond"]
     lines += ["", f"## Beyond the chapter ({len(beyond)} pages)", "",
