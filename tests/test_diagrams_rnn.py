@@ -15,9 +15,6 @@ from seqlib import RNN  # noqa: E402
 from seqlib.diagrams import COLOURS, legible  # noqa: E402
 from seqlib.diagrams import rnn as diagrams  # noqa: E402
 
-LEXICON = ["deep", "engineering", "learning", "machine", "mathematical", "of", "statistics",
-           "the"]
-
 
 @pytest.fixture(autouse=True)
 def close_figures():
@@ -115,19 +112,26 @@ def test_unit_refuses_what_it_cannot_draw(model, error):
         diagrams.unit(model)
 
 
-def test_lookahead_runs_the_model_and_draws_one_unit_per_step():
-    model = RNN(8, 6, 8)
+def test_lookahead_draws_one_unit_per_step_and_colours_the_errors():
     sentence = "the mathematical engineering of deep learning".split()
-    fig = diagrams.lookahead(model, sentence, LEXICON)
+    chapter = "mathematical engineering of engineering learning".split()  # Fig. 7.5
+    fig = diagrams.lookahead(sentence, chapter)
     assert isinstance(fig, Figure) and len(boxes(fig, "unit")) == len(sentence) - 1
-    colours = {t.get_color() for ax in fig.axes for t in ax.texts if "(0." in t.get_text()}
-    assert colours <= {"#2e7d32", "#c62828"} and colours  # right in green, wrong in red
-    with pytest.raises(ValueError, match="p = q = d_V = 7"):
-        diagrams.lookahead(model, sentence, LEXICON[:7])
-    with pytest.raises(ValueError, match="words of the lexicon"):
-        diagrams.lookahead(model, ["the", "statistic"], LEXICON)
-    with pytest.raises(TypeError, match="output layer"):
-        diagrams.lookahead(RNN(8, 6), sentence, LEXICON)
+    colour = {t.get_text(): t.get_color() for ax in fig.axes for t in ax.texts
+              if t.get_color() in ("#2e7d32", "#c62828")}
+    assert colour == {"mathematical": "#2e7d32", "engineering": "#c62828",
+                      "of": "#2e7d32", "learning": "#2e7d32"}  # engineering at t = 2 and 4
+    red = [t for ax in fig.axes for t in ax.texts if t.get_color() == "#c62828"]
+    assert len(red) == 1  # the one error, at t = 4
+    with_probabilities = diagrams.lookahead(sentence, chapter, [0.6, 0.7, 1.0, 0.67, 1.0])
+    assert any(t.get_text() == "engineering\n(0.67)"
+               for ax in with_probabilities.axes for t in ax.texts)
+    with pytest.raises(ValueError, match="one word per step, T = 5"):
+        diagrams.lookahead(sentence, chapter[:4])
+    with pytest.raises(ValueError, match="one per step, T = 5, got 2"):
+        diagrams.lookahead(sentence, chapter, [0.5, 0.5])
+    with pytest.raises(ValueError, match="at least 2 words"):
+        diagrams.lookahead(["the"], [])
 
 
 def test_the_figures_fit_the_books_column():
@@ -141,7 +145,7 @@ def test_the_figures_fit_the_books_column():
                               "Three good friends having fun"),
                diagrams.paradigms(patterns), diagrams.recursive_and_unfolded(4),
                diagrams.unit(RNN(8, 20, 8, output_feedback=True)),
-               diagrams.lookahead(RNN(8, 6, 8), sentence, LEXICON)]
+               diagrams.lookahead(sentence, sentence[1:], [0.5] * 5)]
     assert all(legible(fig) for fig in figures)
 
 

@@ -2,8 +2,9 @@
 the toy example unrolled on its sentence.
 
 Every drawing is a row of units (blue boxes) joined by their states, inputs below and
-outputs above (`unrolled`). Fig. 7.4 reads the sizes and the activation off a `seqlib.RNN`
-and Fig. 7.5 runs a trained one, so neither can drift from the model it shows.
+outputs above (`unrolled`). Fig. 7.4 reads the sizes and the activation off a `seqlib.RNN`,
+so it cannot drift from the model it shows; Fig. 7.5 draws the predictions it is given (the
+chapter's, or a trained model's).
 """
 
 import matplotlib.pyplot as plt
@@ -263,39 +264,35 @@ def unit(model: RNN):
     return fig
 
 
-@torch.no_grad()
-def lookahead(model: RNN, sentence: list[str], lexicon: list[str]):
-    """Fig. 7.5: `model` (a seqlib.RNN over one-hot words of `lexicon`, p = q = d_V)
-    unrolled on `sentence`: at step t the input x^<t> is word t; above the unit, the
-    predicted word Y_hat^<t> = argmax y_hat^<t> with its probability (green when it is the
-    target, red when not), and above it the target y^<t> = x^<t+1>. The predictions are
-    computed here, from the model."""
-    if not isinstance(model, RNN) or model.output_size is None:
-        raise TypeError("model must be a seqlib.RNN with an output layer, got "
-                        f"{type(model).__name__}")
-    d_V = len(lexicon)
-    if model.input_size != d_V or model.output_size != d_V:
-        raise ValueError(f"model maps {model.input_size} inputs to {model.output_size} outputs, "
-                         f"expected p = q = d_V = {d_V} (one-hot words of the lexicon)")
-    if len(sentence) < 2 or any(w not in lexicon for w in sentence):
-        raise ValueError(f"sentence must hold at least 2 words of the lexicon, got {sentence!r}")
-    ids = torch.tensor([lexicon.index(w) for w in sentence])
-    W = model.W_yh
-    x = torch.nn.functional.one_hot(ids[:-1], d_V).to(W)[None]  # (1, T, p)
-    probs = torch.softmax(model(x)[0][0], dim=-1)  # (T, q): y_hat^<t>
-    best, predicted = probs.max(-1)
-    T, step, x0 = len(sentence) - 1, 2.0, 3.4
-    colours = ["#2e7d32" if int(k) == int(y) else "#c62828"
-               for k, y in zip(predicted, ids[1:], strict=True)]
-    outputs = [f"{lexicon[k]}\n({float(b):.2f})" for k, b in zip(predicted, best, strict=True)]
+def lookahead(sentence: list[str], predicted: list[str], probabilities=None):
+    """Fig. 7.5: an RNN unrolled on `sentence` for lookahead prediction: at step t the input
+    x^<t> is word t; above the unit, the predicted word Y_hat^<t> (green when it is the
+    target, red when not), with its probability when `probabilities` gives one per step;
+    above it the target y^<t> = x^<t+1>. `predicted` holds one word per step, T = len(sentence)
+    - 1 of them: the chapter's schematic, or a trained model's argmax words."""
+    if len(sentence) < 2 or not all(isinstance(w, str) for w in sentence):
+        raise ValueError(f"sentence must hold at least 2 words, got {sentence!r}")
+    T = len(sentence) - 1
+    if len(predicted) != T or not all(isinstance(w, str) for w in predicted):
+        raise ValueError(f"predicted must hold one word per step, T = {T} words for a sentence "
+                         f"of {T + 1}, got {predicted!r}")
+    if probabilities is not None and len(probabilities) != T:
+        raise ValueError(f"probabilities must hold one per step, T = {T}, got "
+                         f"{len(probabilities)}")
+    step, x0 = 2.0, 3.4
+    colours = ["#2e7d32" if word == target else "#c62828"
+               for word, target in zip(predicted, sentence[1:], strict=True)]
+    outputs = list(predicted) if probabilities is None else [
+        f"{word}\n({float(b):.2f})" for word, b in zip(predicted, probabilities, strict=True)]
     width = x0 + step * (T - 1) + 1.2
     fig, ax = canvas(width, 4.6, scale=min(0.85, MAX_WIDTH / width))
     xs = unrolled(ax, [_t("h", t) for t in range(1, T + 1)], sentence[:-1], outputs, x0=x0,
                   y=1.6, step=step, width=1.1, fontsize=10, output_colours=colours)
     for x_t, target in zip(xs, sentence[1:], strict=True):
         label(ax, x_t, 4.05, target, fontsize=10, color="dimgray")
+    prediction = r"prediction $\hat{Y}^{\langle t \rangle}$"
     rows = [(0.4, r"input $x^{\langle t \rangle}$"), (1.6, "unit"),
-            (2.8, r"prediction $\hat{Y}^{\langle t \rangle}$" + "\n(probability)"),
+            (2.8, prediction if probabilities is None else prediction + "\n(probability)"),
             (4.05, r"target $y^{\langle t \rangle}$")]
     for y, text in rows:
         label(ax, 0.1, y, text, fontsize=10, ha="left")
