@@ -101,6 +101,46 @@ def test_every_equation_names_its_code_and_check(number):
         assert _resolve(eq["code"]) is not None
 
 
+FOLDED = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+HEADING = re.compile(r"^#+ ", re.M)
+
+
+def _runs_in_view(cell, name: str) -> bool:
+    """A code cell in view that runs an equation: a listing of `name` whose output shows, or a
+    cell of at least three code lines that neither draws nor trains (a from-scratch cell)."""
+    tags = set(cell["metadata"].get("tags", []))
+    if cell["cell_type"] != "code" or FOLDED & tags:
+        return False
+    source = text(cell)
+    if "show_source(" in source:
+        return name in source and not {"hide-output", "remove-output"} & tags \
+            and bool(cell.get("outputs"))
+    lines = [line for line in source.splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    return len(lines) >= 3 and not re.search(r"\bplt\.|\bruns\.", source)
+
+
+@pytest.mark.parametrize("number", list(DATA["equations"]))
+def test_every_equation_is_followed_by_the_code_that_runs_it(number):
+    """Before the next equation or heading, the reader sees the code of the equation: the
+    listing of its `code` (Class.method, or the function's name) or a from-scratch cell."""
+    eq = DATA["equations"][number]
+    cells = NOTEBOOKS[eq["home"]]
+    i = next(i for i, c in enumerate(cells)
+             if c["cell_type"] == "markdown" and number in TAG.findall(text(c)))
+    together = set(TAG.findall(text(cells[i])))  # equations displayed in the same cell
+    parts = eq["code"].split(".")
+    name = ".".join(parts[-2:]) if parts[-2][:1].isupper() else parts[-1]
+    for cell in cells[i + 1:]:
+        if cell["cell_type"] == "markdown" and (set(TAG.findall(text(cell))) - together
+                                                or HEADING.search(text(cell))):
+            break
+        if _runs_in_view(cell, name):
+            return
+    pytest.fail(f"({number}) in {eq['home']}: no code in view runs it before the next "
+                f"equation or heading (a shown listing of {name}, or a from-scratch cell)")
+
+
 CHECKED = [(number, eq) for number, eq in DATA["equations"].items()] + [
     (item["id"], item) for item in DATA["numbers"] if item["check"] is not None]
 CODE_LIKE = re.compile(r"\bassert\b|==|allclose\(|assert_close\(|\bcheck\(|\.item\(\)|"

@@ -10,10 +10,10 @@ Every page of the book (the root page and each chapter of ``_toc.yml``) must:
 - show every figure of its content as a loaded image;
 - typeset every equation: MathJax output for each math element, no MathJax error, and no
   raw TeX delimiters (``$$``, ``\\(``, ``\\[``) left in the visible text.
-- fit the column at 1,400 px: no shown code block wider than its column, no raw text form
-  of a widget (``VBox(children=...``), every figure stored at twice the pixels it is shown
-  with (matplotlib's retina output) and not shrunk so far that 9-point text falls under
-  9 px, and the page at most 20,000 px tall;
+- fit the column at 1,400 px: no shown code block or display equation wider than its
+  column, no raw text form of a widget (``VBox(children=...``), every figure stored at
+  twice the pixels it is shown with (matplotlib's retina output) and not shrunk so far
+  that 9-point text falls under 9 px, and the page at most 20,000 px tall;
 - open on a click what it hides: every ``{dropdown}`` of its source (an exercise's
   solution) and every code cell tagged ``hide-cell``, ``hide-input`` or ``hide-output`` is
   on the page, hidden, and shows its content once its summary is clicked.
@@ -243,7 +243,17 @@ LAYOUT_JS = """
   const shown = (e) => e.offsetParent !== null && !e.closest("details:not([open])");
   const blocks = Array.from(document.querySelectorAll("main pre")).filter(shown);
   const figures = Array.from(document.querySelectorAll("main .cell_output img")).filter(shown);
+  const displays = Array.from(document.querySelectorAll('main mjx-container[display="true"]'))
+    .filter(shown);
+  const width = (e) => Math.round(e.getBoundingClientRect().width);
+  const heading = (e) => (e.closest("section")?.querySelector("h1, h2, h3")?.textContent
+                          .replace(/#$/, "").trim().slice(0, 50) ?? "");
   return {
+    wideMath: displays.filter((m) => m.firstElementChild
+                                && width(m.firstElementChild) > m.parentElement.clientWidth + 1)
+                      .map((m) => `${width(m.firstElementChild)} px in `
+                                  + `${m.parentElement.clientWidth} px, below "`
+                                  + heading(m) + '"'),
     height: document.documentElement.scrollHeight,
     wide: blocks.filter((p) => p.scrollWidth > p.clientWidth + 1)
                 .map((p) => `${p.scrollWidth} px in ${p.clientWidth} px: `
@@ -264,6 +274,8 @@ def check_layout(page) -> list[str]:
                         f"{MAX_PAGE_HEIGHT}")
     if layout["wide"]:
         problems.append(f"code blocks wider than their column: {layout['wide']}")
+    if layout["wideMath"]:
+        problems.append(f"display equations wider than their column: {layout['wideMath']}")
     widgets = [out[:80] for out in page.evaluate(OUTPUT_TEXT_JS) if WIDGET_REPR.search(out)]
     if widgets:
         problems.append(f"the text form of a widget: {widgets}")

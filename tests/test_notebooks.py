@@ -166,6 +166,18 @@ def test_the_visible_code_of_the_pages_stays_short():
         f"{sum(lines.values())} visible code lines, over {MAX_VISIBLE_LINES}: {lines}"
 
 
+# What trains the models is machinery (the page on running the book explains it): the
+# profiles, the training of several runs at once and the full profile's switch stay folded.
+MACHINERY = re.compile(r"\bruns\.profile\(|\btrained_together\(|\bFULL\b")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_machinery_of_training_is_folded(path):
+    shown = [source(c).splitlines()[0] for c in visible_code(path)
+             if MACHINERY.search(source(c))]
+    assert not shown, f"{path.name}: cells in view that use the machinery: {shown}"
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_errors_stream_holds_only_finished_progress_bars(path):
     """The HTML book leaves the error stream out (`nb_output_stderr: remove`): it may hold
