@@ -10,7 +10,9 @@ not import torch.
 """
 
 import os
+import pathlib
 import platform
+import re
 import sys
 import warnings
 
@@ -36,3 +38,22 @@ def settings() -> dict:
     """The processor's architecture and the kernel variables in force ('' where unset)."""
     return {"machine": platform.machine().lower(),
             **{name: os.environ.get(name, "") for name in PINS}}
+
+
+def processor() -> str:
+    """The processor, as the records of runs name it: its model name, family and model
+    numbers, and whether it has AVX-512 (which the pins hold back). Outputs made on one
+    processor may round differently on another of the same architecture."""
+    cpuinfo = pathlib.Path("/proc/cpuinfo")
+    text = cpuinfo.read_text() if cpuinfo.exists() else ""
+
+    def field(name: str) -> str:
+        found = re.search(rf"^{name}\s*:\s*(.*)$", text, re.M)
+        return found.group(1).strip() if found else ""
+
+    name = field("model name") or platform.processor() or platform.machine()
+    details = [f"family {field('cpu family')}, model {field('model')}"] \
+        if field("cpu family") else []
+    if " avx512f " in f" {field('flags')} ":
+        details.append("AVX-512")
+    return name + (f" ({', '.join(details)})" if details else "")

@@ -8,8 +8,11 @@ or a GPU (SEQLIB_DEVICE=cuda), means portable; otherwise a probe decides: a trai
 of a few seconds, with a convolution, a recurrence, matrix products, layer norm, softmax
 and Adam, whose final weights must be those stored in PROBE (their sha256, bit for bit).
 
-`python tests/nbval_mode.py --store` runs the probe and stores its result (on x86-64 with
-the kernels pinned, as the stored outputs were executed).
+Exact mode holds on the processor the stored outputs were made on (PROBE names it): another
+processor, Intel or AMD, may round the same kernels differently, and the probe then finds
+other weights. `python tests/nbval_mode.py --store` runs the probe and stores its result and
+the processor's name (run it with the kernels pinned, on the machine that executes the
+stored outputs, right after `make execute`).
 """
 
 import hashlib
@@ -53,7 +56,7 @@ def probe_run() -> tuple[float, str]:
 
 def decide(environ=os.environ) -> tuple[str, str]:
     """(mode, why)."""
-    from seqlib.kernels import settings
+    from seqlib.kernels import processor, settings
     from seqlib.utils import seed_offset
 
     asked = environ.get("NBVAL_MODE", "").strip()
@@ -77,13 +80,17 @@ def decide(environ=os.environ) -> tuple[str, str]:
         return "exact", f"the probe's training run gave the stored weights bit for bit ({shown})"
     return "portable", (f"the probe's training run ended at loss {loss:.9f}, the stored one at "
                         f"{stored['loss']:.9f}: this machine's kernels round differently "
-                        f"({shown})")
+                        f"from those of the stored outputs' processor, {stored['processor']} "
+                        f"(here: {processor()}; {shown})")
 
 
 def main() -> None:
     if sys.argv[1:] == ["--store"]:
+        from seqlib.kernels import processor
+
         loss, digest = probe_run()
-        PROBE.write_text(json.dumps({"loss": loss, "sha256": digest}, indent=1) + "\n")
+        PROBE.write_text(json.dumps({"loss": loss, "sha256": digest, "processor": processor()},
+                                    indent=1) + "\n")
         print(f"stored the probe's result in {PROBE.name}: loss {loss:.9f}", file=sys.stderr)
         return
     mode, why = decide()

@@ -1,6 +1,7 @@
 """The nbval mode of `make test` (tests/nbval_mode.py) and the kernel pins of each page's
 set-up cell (seqlib.kernels)."""
 
+import json
 import os
 import pathlib
 import platform
@@ -31,16 +32,42 @@ def mode(**variables) -> tuple[str, str]:
     return done.stdout.strip(), done.stderr.strip()
 
 
-@pytest.mark.skipif(not X86_AVX2, reason="the stored probe was run on x86-64 with AVX2")
-def test_the_probe_finds_exact_mode_with_the_pins_and_portable_without():
+def clear(monkeypatch):
+    for name in ("NBVAL_MODE", "SEQLIB_SEED", "SEQLIB_DEVICE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_exact_mode_exactly_when_the_probe_gives_the_stored_weights(monkeypatch):
+    stored = json.loads(nbval_mode.PROBE.read_text())
+    clear(monkeypatch)
+    monkeypatch.setattr(nbval_mode, "probe_run", lambda: (stored["loss"], stored["sha256"]))
+    mode_, why = nbval_mode.decide()
+    assert mode_ == "exact"
+    assert why.startswith("the probe's training run gave the stored weights bit for bit")
+    monkeypatch.setattr(nbval_mode, "probe_run", lambda: (0.125, "0" * 64))
+    mode_, why = nbval_mode.decide()
+    assert mode_ == "portable"
+    assert "ended at loss 0.125000000" in why and "round differently" in why
+    assert stored["processor"] in why and kernels.processor() in why  # both processors named
+
+
+def test_the_script_decides_by_the_probe_on_this_processor_whatever_it_is():
+    """No assumption about the processor: the script says exact if and only if the probe,
+    run here with the pins, reproduces the stored digest (twice the same: it is
+    deterministic)."""
+    stored = json.loads(nbval_mode.PROBE.read_text())
+    code = ("import sys; sys.path.insert(0, 'tests'); import nbval_mode; "
+            "print(nbval_mode.probe_run()[1])")
+    environ = {k: v for k, v in os.environ.items()
+               if k not in ("NBVAL_MODE", "SEQLIB_SEED", "SEQLIB_DEVICE")} | kernels.PINS
+    digests = {subprocess.run([sys.executable, "-c", code], env=environ, capture_output=True,
+                              text=True, timeout=300, cwd=SCRIPT.parents[1]).stdout.strip()
+               for _ in range(2)}
+    assert len(digests) == 1 and len(next(iter(digests))) == 64, digests
     out, said = mode()
-    assert out == "exact", said
-    assert said.startswith("nbval: exact mode (every cell compared): the probe's training run "
-                           "gave the stored weights bit for bit")
-    out, said = mode(ATEN_CPU_CAPABILITY="default")
-    assert out == "portable", said
-    assert "this machine's kernels round differently" in said
-    assert "ATEN_CPU_CAPABILITY=default" in said
+    expected = "exact" if digests == {stored["sha256"]} else "portable"
+    assert out == expected, said
+    assert said.startswith(f"nbval: {expected} mode")
 
 
 def test_a_seed_offset_a_gpu_or_the_variable_decide_without_the_probe(monkeypatch):
