@@ -37,7 +37,7 @@ NBVAL_PAGES := $(if $(strip $(PAGES)),$(filter $(foreach n,$(PAGES),notebooks/$(
 # of the book offset by it) and a GPU mean portable mode.
 NBVAL_MODE ?=
 
-.PHONY: setup book pdf test nbval test-colab test-oldest test-newest test-gpu gpu-check execute lab \
+.PHONY: setup book pdf test nbval claims test-colab test-oldest test-newest test-gpu gpu-check execute lab \
 	bench clean
 
 setup: $(STAMP)
@@ -77,15 +77,32 @@ test: $(STAMP)
 	else $(MAKE) pdf; fi
 
 # The notebooks alone, each page under nbval in the mode that this machine reproduces (above),
-# with a fresh model cache: every model is trained again.
+# with a fresh model cache: every model is trained again. The cache is removed at the end
+# (KEEP_CACHE=1 keeps it, and says where, e.g. to look at a failure).
+KEEP_CACHE ?=
 nbval: $(STAMP)
 	@for n in $(PAGES); do ls notebooks/$${n}_*.ipynb >/dev/null 2>&1 \
 		|| { echo "PAGES: no page $$n (expected two digits, such as PAGES=\"03 05\")"; exit 1; }; done
 	@mode=$$(NBVAL_MODE=$(NBVAL_MODE) $(BIN)/python tests/nbval_mode.py) || exit 1; \
 	if [ "$$mode" = exact ]; then compare=--nbval; else compare=--nbval-lax; fi; \
 	echo "pytest $$compare: $(words $(NBVAL_PAGES)) pages"; \
-	SEQLIB_MODEL_CACHE=$$(mktemp -d) $(BIN)/pytest -p no:cacheprovider $(PARALLEL) $$compare \
-		$(NBVAL_OPTIONS) $(NBVAL_PAGES)
+	cache=$$(mktemp -d); \
+	SEQLIB_MODEL_CACHE=$$cache $(BIN)/pytest -p no:cacheprovider $(PARALLEL) $$compare \
+		$(NBVAL_OPTIONS) $(NBVAL_PAGES); status=$$?; \
+	if [ -n "$(KEEP_CACHE)" ]; then echo "the model cache is kept in $$cache"; \
+	else rm -rf "$$cache"; fi; exit $$status
+
+# The ledger of runs behind the pages' claims about trained models (book/claims.py): each run
+# (a seed, the kernels, the processor or GPU) executes the pages, logs every claim's margin to
+# book/claims.csv, and skips a page the ledger holds for its current code; then the results
+# page's table is written again. PAGES="06 14" for some pages, RUNS="3 6/default" for some
+# runs (SEED with the pins, SEED/default with the kernels' own choice, SEED/cuda on a GPU);
+# by default the ledger's eight: seeds 0 to 5 pinned, 6 and 7 with other kernels.
+RUNS ?=
+claims: $(STAMP)
+	$(BIN)/python book/claims.py run --jobs $(JOBS) $(if $(strip $(PAGES)),--pages $(PAGES)) \
+		$(if $(strip $(RUNS)),--runs $(RUNS))
+	$(BIN)/python book/claims.py render
 
 # Colab's older environment: ipywidgets 7 and the oldest numpy and matplotlib that
 # pyproject.toml allows, installed from the package index into a fresh virtual environment,
@@ -113,24 +130,30 @@ gpu-check: $(STAMP)
 # Re-execute every notebook in place on the CPU (regenerates the stored outputs), then the
 # coverage and exercises pages and the box atop each page (book/chapters.yml holds the
 # measured times, copied by hand from $(VENV)/execute-times.txt). Both this and `test` train
-# from scratch: trained models are cached only within one run.
+# from scratch: trained models are cached only within one run (the cache is removed at the
+# end, unless KEEP_CACHE=1). The claims each page states are this run's rows of the ledger
+# (book/claims.py record): the stored run.
 # After running a chapter, each cell's consecutive output streams become one, and what a
 # progress bar overwrote with a carriage return is dropped: the stored bar is its last frame.
 COALESCE := --Exporter.preprocessors=nbconvert.preprocessors.CoalesceStreamsPreprocessor
 execute: $(STAMP)
 	@printf '%-48s %9s\n' notebook seconds > $(VENV)/execute-times.txt
 	@export SEQLIB_MODEL_CACHE=$$(mktemp -d); for nb in $(NOTEBOOKS); do \
-		start=$$(date +%s%N); \
-		$(BIN)/jupyter nbconvert --log-level WARN --to notebook --execute --inplace \
-			--ExecutePreprocessor.timeout=900 $(COALESCE) $$nb || exit 1; \
+		start=$$(date +%s%N); rm -f $(VENV)/claims.jsonl; \
+		SEQLIB_CLAIMS=$(CURDIR)/$(VENV)/claims.jsonl $(BIN)/jupyter nbconvert --log-level WARN \
+			--to notebook --execute --inplace --ExecutePreprocessor.timeout=900 $(COALESCE) \
+			$$nb || exit 1; \
 		tenths=$$(( ($$(date +%s%N) - start) / 100000000 )); \
 		printf '%-48s %7d.%d\n' $$(basename $$nb) $$((tenths / 10)) $$((tenths % 10)) \
 			| tee -a $(VENV)/execute-times.txt; \
-	done
+		$(BIN)/python book/claims.py record $$nb $(VENV)/claims.jsonl || exit 1; \
+	done; if [ -n "$(KEEP_CACHE)" ]; then echo "the model cache is kept in $$SEQLIB_MODEL_CACHE"; \
+	else rm -rf "$$SEQLIB_MODEL_CACHE"; fi
 	@echo; cat $(VENV)/execute-times.txt
 	$(BIN)/python book/coverage.py
 	$(BIN)/python book/exercises.py
 	$(BIN)/python book/headers.py
+	$(BIN)/python book/claims.py render
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks

@@ -1,0 +1,473 @@
+"""The ledger of runs behind the pages' claims about trained models (book/claims.csv).
+
+Every claim a page makes about a trained model goes through `seqlib.pages.claims.claim`,
+which, in a run made here, appends its margin to a log. A run is one way of computing the
+pages: a seed offset (SEQLIB_SEED), the kernel settings and the processor (or GPU). This
+script runs pages under such runs and appends one row per claim to the ledger, with the
+columns page, claim, run, margin, says (what the claim expects) and code (a digest of the
+page's code cells when it ran):
+
+    python book/claims.py run [--pages 06 14] [--runs 0 1 2 6/default 8/cuda]
+    python book/claims.py report       # every claim's evidence, and what falls short
+    python book/claims.py render       # the ledger's table on the results page
+
+A run is written SEED (the Makefile's kernel pins, on x86-64), SEED/default (PyTorch's,
+MKL's and oneDNN's own choice of vector instructions) or SEED/cuda (a GPU). `run` skips a
+(page, run) that the ledger already holds for the page's current code, so that it can be
+built over several sittings. Each run computes its pages with a model cache of its own,
+which pages share (a page that loads another's models finds them there) and which is
+removed at the end.
+
+The evidence: a claim's rows are those of the page's current code, and those of an earlier
+version of its code when one run of both gave every claim they share the same margin to the
+last bit (a change that moved no number, such as a cell moved or a comment edited). A claim
+is supported when it has at least MIN_RUNS runs, held in every one, and its mean margin is
+at least SIGMAS standard deviations of its margins.
+"""
+
+import argparse
+import ast
+import csv
+import hashlib
+import json
+import os
+import pathlib
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from seqlib.kernels import processor  # noqa: E402  (imports no torch)
+
+LEDGER = ROOT / "book" / "claims.csv"
+RESULTS = ROOT / "book" / "results.md"
+PROBE = ROOT / "tests" / "nbval_probe.json"
+COLUMNS = ("page", "claim", "run", "margin", "says", "code")
+MIN_RUNS, SIGMAS = 8, 3.0
+# The runs of the ledger: the stored run (seed 0), seeds 1 to 5 with the Makefile's pins,
+# and two seeds with other kernels. A GPU adds SEED/cuda.
+STANDARD_RUNS = ("0", "1", "2", "3", "4", "5", "6/default", "7/default")
+PINS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+UNPINNED = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "AUTO", "ONEDNN_MAX_CPU_ISA": "ALL"}
+BEGIN = "<!-- the claims' table: written by book/claims.py render -->"
+END = "<!-- end of the claims' table -->"
+
+
+# ---- pages ---------------------------------------------------------------------------------
+
+def pages(numbers=None) -> list[pathlib.Path]:
+    """The notebooks of the pages numbered `numbers` ("06"), or all of them."""
+    found = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if not numbers:
+        return found
+    chosen = [p for p in found if p.name[:2] in numbers]
+    missing = sorted(set(numbers) - {p.name[:2] for p in chosen})
+    if missing:
+        raise SystemExit(f"no page numbered {missing}: expected two digits such as 06")
+    return chosen
+
+
+def code_cells(path: pathlib.Path) -> list[str]:
+    cells = json.loads(path.read_text())["cells"]
+    return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+
+
+def code_digest(path: pathlib.Path) -> str:
+    """The digest of a page's code cells, in order: the page's code as a run computed it."""
+    return hashlib.sha256("\0".join(code_cells(path)).encode()).hexdigest()[:12]
+
+
+def claim_names(path: pathlib.Path, profile: str = "book") -> list[str]:
+    """The names of the page's claims that the `profile` ("book", or "full" with
+    SEQLIB_FULL=1) states, in order, as its code cells spell them: a claim's name is a plain
+    string, the first argument, so that the ledger can be checked against the page. A claim
+    under `if FULL:` belongs to the full profile, one under `if not FULL:` (or in the `else`
+    of `if FULL:`) to the book's."""
+    names = []
+    for source in code_cells(path):
+        code = "\n".join(line[:len(line) - len(line.lstrip())] + "pass"  # magics: pass
+                         if line.lstrip().startswith(("%", "!")) else line
+                         for line in source.splitlines())
+        names += [name for name, where in _claims_in(ast.parse(code).body, "both", path)
+                  if where in ("both", profile)]
+    return names
+
+
+def _claims_in(nodes, where: str, path: pathlib.Path):
+    """(name, profile) of every claim( call in the statements `nodes`."""
+    for node in nodes:
+        if isinstance(node, ast.If) and _is_full(node.test) is not None:
+            full = _is_full(node.test)
+            yield from _claims_in(node.body, "full" if full else "book", path)
+            yield from _claims_in(node.orelse, "book" if full else "full", path)
+            continue
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt):
+                yield from _claims_in([child], where, path)
+                continue
+            for call in ast.walk(child):
+                if isinstance(call, ast.Call) and getattr(call.func, "id",
+                                                          getattr(call.func, "attr", None)) \
+                        == "claim":
+                    first = call.args[0] if call.args else None
+                    if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+                        kind = "an f-string" if isinstance(first, ast.JoinedStr) else \
+                            "not a plain string"
+                        raise ValueError(f"{path.name}: a claim's name is {kind} (line "
+                                         f"{call.lineno} of its cell); a claim's name must "
+                                         "be a plain string, the first argument")
+                    yield first.value, where
+
+
+def _is_full(test) -> bool | None:
+    """True for `FULL`, False for `not FULL`, None for any other condition."""
+    if isinstance(test, ast.Name) and test.id == "FULL":
+        return True
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return None if _is_full(test.operand) is None else not _is_full(test.operand)
+    return None
+
+
+# ---- runs ----------------------------------------------------------------------------------
+
+def gpu_name() -> str:
+    done = subprocess.run([sys.executable, "-c", "import torch; "
+                           "print(torch.cuda.get_device_name())"],
+                          capture_output=True, text=True, timeout=300)
+    if done.returncode:
+        raise SystemExit(f"a /cuda run needs a GPU: {done.stderr.strip().splitlines()[-1]}")
+    return done.stdout.strip()
+
+
+def parse_run(spec: str) -> dict:
+    """A run spec, SEED, SEED/default or SEED/cuda: its label and its environment."""
+    seed, _, kind = spec.partition("/")
+    if not seed.isdigit() or kind not in ("", "default", "cuda"):
+        raise SystemExit(f"a run is SEED, SEED/default or SEED/cuda (such as 3/default), "
+                         f"got {spec!r}")
+    environ = {"SEQLIB_SEED": seed, "SEQLIB_DEVICE": "cuda" if kind == "cuda" else "cpu"}
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        environ |= UNPINNED if kind == "default" else PINS
+    return {"spec": spec, "label": label(environ), "environ": environ}
+
+
+def label(environ=os.environ) -> str:
+    """The run that the variables `environ` make: its seed offset, the kernels (a page's
+    set-up pins each kernel variable left unset, on x86-64) and the processor or GPU."""
+    seed = environ.get("SEQLIB_SEED", "").strip() or "0"
+    if environ.get("SEQLIB_DEVICE", "").strip().startswith("cuda"):
+        return f"seed {seed}, GPU, {gpu_name()}"
+    x86 = platform.machine().lower() in ("x86_64", "amd64")
+    pinned = x86 and all(environ.get(k) in (None, "", v) for k, v in PINS.items())
+    return f"seed {seed}, {'AVX2 pins' if pinned else 'default kernels'}, {processor()}"
+
+
+def record(path: pathlib.Path, log: pathlib.Path, ledger: pathlib.Path = LEDGER) -> None:
+    """Append the claims a page logged (`log`, as `make execute` runs it: the stored run)
+    to the ledger, as a run of this environment."""
+    logged = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() \
+        else []
+    append([{"page": path.name[:2], "claim": c["claim"], "run": label(), "margin": c["margin"],
+             "says": c["says"], "code": code_digest(path)} for c in logged], ledger)
+    failed = [c["claim"] for c in logged if not c["margin"] > 0]
+    if failed:
+        raise SystemExit(f"{path.name}: claims that do not hold: {failed} (their messages "
+                         "are in the page's stderr output)")
+
+
+def run_page(path: pathlib.Path, environ: dict, cache: str,
+             keep: pathlib.Path | None = None) -> tuple[list[dict], list[str]]:
+    """Execute one page in a fresh kernel with `environ`: (the claims it logged, the errors
+    of cells other than those that demonstrate one). With `keep`, a folder, the executed
+    notebook is written there."""
+    with tempfile.TemporaryDirectory() as tmp:
+        log = pathlib.Path(tmp) / "claims.jsonl"
+        env = {**os.environ, **environ, "SEQLIB_MODEL_CACHE": cache,
+               "SEQLIB_CLAIMS": str(log)}
+        command = [sys.executable, __file__, "execute", str(path)]
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            command.append(str(keep / path.name))
+        done = subprocess.run(command, env=env, capture_output=True, text=True)
+        errors = done.stdout.splitlines()
+        if done.returncode:
+            errors.append(f"the page did not run: {done.stderr.strip()[-2000:]}")
+        logged = [json.loads(line) for line in log.read_text().splitlines()] \
+            if log.exists() else []
+    return logged, errors
+
+
+def execute(path: pathlib.Path, out: pathlib.Path | None = None) -> None:
+    """Run the notebook at `path` to its end (a failing cell does not stop it) and print
+    one line per cell that raised where the page expects no error, and per exact cell
+    (tagged nbval-check-output) whose text differs from the stored one; write the executed
+    notebook to `out` if given."""
+    import nbclient
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    stored = [c.get("outputs", []) for c in notebook.cells]
+    client = nbclient.NotebookClient(notebook, timeout=3600, allow_errors=True,
+                                     kernel_name="python3",
+                                     resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    if out is not None:
+        nbformat.write(notebook, out)
+    sanitize = sanitizers()
+    for index, (cell, before) in enumerate(zip(notebook.cells, stored, strict=True)):
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type != "code":
+            continue
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error" and "raises-exception" not in tags:
+                first = (out["evalue"].splitlines() or [""])[0]
+                print(f"cell {index}: {out['ename']}: {first[:300]}")
+        if "nbval-check-output" in tags and text(before, sanitize) != text(cell.outputs,
+                                                                           sanitize):
+            print(f"cell {index}: an exact cell printed another text than the stored one")
+
+
+def sanitizers() -> list[tuple[re.Pattern, str]]:
+    """The regular expressions of tests/sanitize.cfg, as nbval applies them."""
+    pairs, regex = [], None
+    for line in (ROOT / "tests" / "sanitize.cfg").read_text().splitlines():
+        if line.startswith("regex:"):
+            regex = re.compile(line.partition(":")[2].strip())
+        elif line.startswith("replace:") and regex is not None:
+            pairs.append((regex, line.partition(":")[2].strip()))
+    return pairs
+
+
+def text(outputs: list, sanitize: list) -> str:
+    """The text a cell printed and returned, as nbval compares it."""
+    parts = []
+    for out in outputs:
+        value = out.get("text") or out.get("data", {}).get("text/plain", "")
+        parts.append("".join(value) if isinstance(value, list) else value)
+    joined = "".join(parts)
+    for regex, replacement in sanitize:
+        joined = regex.sub(replacement, joined)
+    return joined
+
+
+# ---- the ledger ----------------------------------------------------------------------------
+
+def read(ledger: pathlib.Path = LEDGER) -> list[dict]:
+    if not ledger.exists():
+        return []
+    with open(ledger, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        row["margin"] = float(row["margin"])
+    return rows
+
+
+def append(rows: list[dict], ledger: pathlib.Path = LEDGER) -> None:
+    new = not ledger.exists()
+    with open(ledger, "a", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, COLUMNS, lineterminator="\n")
+        if new:
+            writer.writeheader()
+        for row in rows:
+            writer.writerow({**row, "margin": repr(float(row["margin"]))})
+
+
+def run(numbers, specs, jobs: int, ledger: pathlib.Path = LEDGER,
+        keep: pathlib.Path | None = None) -> int:
+    """Make the runs `specs` of the pages `numbers`, appending their rows to the ledger;
+    returns the number of cells that raised where the page expects no error."""
+    chosen = [p for p in order(pages(numbers)) if claim_names(p)]
+    failures = 0
+    for spec in specs:
+        what = parse_run(spec)
+        done = {(r["page"], r["code"]) for r in read(ledger) if r["run"] == what["label"]}
+        todo = [p for p in chosen if (p.name[:2], code_digest(p)) not in done]
+        print(f"run {what['label']}: {len(todo)} pages to run "
+              f"({len(chosen) - len(todo)} already in the ledger)", flush=True)
+        folder = None if keep is None else keep / spec.replace("/", "-")
+        with tempfile.TemporaryDirectory(prefix="seqlib-claims-") as cache, \
+                ThreadPoolExecutor(jobs) as pool:
+            failures += sum(pool.map(partial(_run_one, what=what, cache=cache, keep=folder,
+                                             ledger=ledger), todo))
+    return failures
+
+
+_LOCK = threading.Lock()
+
+
+def _run_one(path: pathlib.Path, what: dict, cache: str, keep, ledger) -> int:
+    """One page of one run: its rows appended to the ledger; returns its count of errors."""
+    digest = code_digest(path)
+    logged, errors = run_page(path, what["environ"], cache, keep)
+    rows = [{"page": path.name[:2], "claim": c["claim"], "run": what["label"],
+             "margin": c["margin"], "says": c["says"], "code": digest} for c in logged]
+    with _LOCK:
+        append(rows, ledger)
+        failed = [c["claim"] for c in logged if not c["margin"] > 0]
+        print(f"  {path.name[:2]}: {len(rows)} claims"
+              + (f", failed: {failed}" if failed else "")
+              + "".join(f"\n    {e}" for e in errors), flush=True)
+    return len(errors)
+
+
+def order(paths: list[pathlib.Path]) -> list[pathlib.Path]:
+    """The pages in the Makefile's order for nbval (the longest first)."""
+    makefile = (ROOT / "Makefile").read_text()
+    first = re.search(r"^NBVAL_FIRST := (.*)$", makefile, re.M).group(1).split()
+    rank = {n: i for i, n in enumerate(first)}
+    return sorted(paths, key=lambda p: (rank.get(p.name[:2], len(rank)), p.name))
+
+
+# ---- the evidence --------------------------------------------------------------------------
+
+def evidence(rows: list[dict] | None = None, paths=None) -> list[dict]:
+    """Every claim of the pages, with the margins of its runs (one per run: the latest row
+    of the code that counts, see the module's docstring) and their summary."""
+    rows = read() if rows is None else rows
+    result = []
+    for path in paths or pages():
+        page, current = path.name[:2], code_digest(path)
+        counted = _counted_codes([r for r in rows if r["page"] == page], current)
+        for name in claim_names(path):
+            margins, says = {}, None
+            for r in rows:
+                if r["page"] == page and r["claim"] == name and r["code"] in counted:
+                    if r["code"] == current or r["run"] not in margins:
+                        margins[r["run"]] = r["margin"]
+                    says = r["says"] if r["code"] == current or says is None else says
+            values = list(margins.values())
+            mean = statistics.fmean(values) if values else float("nan")
+            spread = statistics.stdev(values) if len(values) > 1 else float("nan")
+            result.append({"page": page, "claim": name, "says": says, "margins": margins,
+                           "runs": len(values), "held": sum(v > 0 for v in values),
+                           "least": min(values, default=float("nan")), "mean": mean,
+                           "spread": spread, "sigmas": mean / spread if spread else
+                           (float("inf") if values and mean > 0 else float("nan"))})
+    return result
+
+
+def _counted_codes(rows: list[dict], current: str) -> set[str]:
+    """The versions of a page's code whose rows count: the current one, and each earlier
+    one that shares a run with a counted version in which every claim they both hold has
+    the same margin, bit for bit."""
+    by_code = {}
+    for r in rows:
+        by_code.setdefault(r["code"], {}).setdefault(r["run"], {})[r["claim"]] = r["margin"]
+    counted, changed = {current}, True
+    while changed:
+        changed = False
+        for code, runs in by_code.items():
+            if code in counted:
+                continue
+            for other in counted:
+                shared = set(runs) & set(by_code.get(other, {}))
+                if any(_same(runs[run], by_code[other][run]) for run in shared):
+                    counted.add(code)
+                    changed = True
+                    break
+    return counted
+
+
+def _same(a: dict, b: dict) -> bool:
+    shared = set(a) & set(b)
+    return bool(shared) and all(a[k] == b[k] for k in shared)
+
+
+def supported(entry: dict) -> bool:
+    return entry["runs"] >= MIN_RUNS and entry["held"] == entry["runs"] \
+        and entry["sigmas"] >= SIGMAS
+
+
+def stored_label() -> str:
+    """The stored run's label: seed 0 with the pins, on the processor the outputs were made
+    on (tests/nbval_probe.json names it)."""
+    return f"seed 0, AVX2 pins, {json.loads(PROBE.read_text())['processor']}"
+
+
+def report(entries: list[dict]) -> str:
+    lines, short = [], 0
+    for e in entries:
+        ok = supported(e)
+        short += not ok
+        lines.append(f"{'  ' if ok else '! '}{e['page']} {e['claim']}: {e['runs']} runs, "
+                     f"held in {e['held']}, least {e['least']:.4g}, mean {e['mean']:.4g}, "
+                     f"{e['sigmas']:.1f} sd")
+    lines.append(f"{len(entries)} claims, {short} short of {MIN_RUNS} runs held in all at "
+                 f"{SIGMAS:g} standard deviations")
+    return "\n".join(lines)
+
+
+def _number(value: float) -> str:
+    return f"{value:.3g}" if value == value else "-"
+
+
+def render(entries: list[dict]) -> None:
+    """Write the claims' table into the results page, between BEGIN and END."""
+    stored = stored_label()
+    runs = sorted({run for e in entries for run in e["margins"]})
+    lines = [BEGIN, "", f"{len(entries)} claims on {len({e['page'] for e in entries})} pages; "
+             f"{len(runs)} runs in all:", ""]
+    lines += [f"- {run}" + (" (the stored run)" if run == stored else "") for run in runs]
+    lines += ["", "| page | claim | what it says | stored run | least | mean | spread | "
+              "mean / spread | runs |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for e in entries:
+        sigmas = "all equal" if e["sigmas"] == float("inf") else _number(e["sigmas"])
+        lines.append(f"| {e['page']} | {e['claim']} | {_cell(e['says'] or '')} | "
+                     f"{_number(e['margins'].get(stored, float('nan')))} | "
+                     f"{_number(e['least'])} | {_number(e['mean'])} | "
+                     f"{_number(e['spread'])} | {sigmas} | {e['runs']} |")
+    lines += ["", END]
+    page = RESULTS.read_text()
+    if BEGIN not in page or END not in page:
+        raise SystemExit(f"{RESULTS.name} has no place for the table: add the lines "
+                         f"{BEGIN!r} and {END!r}")
+    head, rest = page.split(BEGIN, 1)
+    RESULTS.write_text(head + "\n".join(lines) + rest.split(END, 1)[1])
+
+
+def _cell(text: str) -> str:
+    return text.replace("\n", " ").replace("|", "\\|").replace("<", "\\<")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    make = sub.add_parser("run", help="run pages and append their claims to the ledger")
+    make.add_argument("--pages", nargs="*", default=None, help="page numbers (default: all)")
+    make.add_argument("--runs", nargs="*", default=list(STANDARD_RUNS))
+    make.add_argument("--jobs", type=int, default=2, help="pages at a time")
+    make.add_argument("--ledger", type=pathlib.Path, default=LEDGER)
+    make.add_argument("--keep", type=pathlib.Path, default=None,
+                      help="a folder for the executed notebooks, one subfolder per run")
+    keep = sub.add_parser("record", help="append the claims a page logged (make execute)")
+    keep.add_argument("path", type=pathlib.Path)
+    keep.add_argument("log", type=pathlib.Path)
+    sub.add_parser("report", help="print every claim's evidence")
+    sub.add_parser("render", help="write the claims' table into the results page")
+    page = sub.add_parser("execute", help=argparse.SUPPRESS)
+    page.add_argument("path", type=pathlib.Path)
+    page.add_argument("out", type=pathlib.Path, nargs="?")
+    args = parser.parse_args()
+    if args.command == "run":
+        failed = run(args.pages, args.runs, args.jobs, args.ledger, args.keep)
+        print(report(evidence(read(args.ledger), pages(args.pages))))
+        sys.exit(1 if failed else 0)
+    elif args.command == "record":
+        record(args.path, args.log)
+    elif args.command == "report":
+        print(report(evidence()))
+    elif args.command == "render":
+        render(evidence())
+    else:
+        execute(args.path, args.out)
+
+
+if __name__ == "__main__":
+    main()
