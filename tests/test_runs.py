@@ -29,6 +29,27 @@ def corpus():
     return vocab, torch.tensor(vocab.encode(TEXT * 4))
 
 
+@pytest.mark.parametrize("edited, changes", [
+    ("self_attention.py", False), ("decoding.py", False), ("pages/claims.py", False),
+    ("gated.py", True), ("training.py", True), ("experiments/streams.py", True)])
+def test_editing_a_module_changes_the_keys_of_the_runs_that_use_it_only(monkeypatch, edited,
+                                                                         changes):
+    """A GRU language model's run: a comment added to a module it does not use leaves its
+    key as it was; one added to the unit's module, the training loop or the batches'
+    module changes it."""
+    vocab, ids = corpus()
+
+    def key():
+        return runs.language_model("tiny", tiny_model("gru", len(vocab)), ids, CONFIG).key
+
+    before = key()
+    path = (runs.LIBRARY / edited).resolve()
+    read = runs._source
+    monkeypatch.setattr(runs, "_source",
+                        lambda p: read(p) + (b"# an edit\n" if p == path else b""))
+    assert (key() != before) == changes
+
+
 def test_profile_reads_seqlib_full(monkeypatch):
     book, full = shakespeare.BOOK_PROFILE, shakespeare.FULL_PROFILE
     monkeypatch.delenv("SEQLIB_FULL", raising=False)
@@ -265,18 +286,20 @@ def test_the_cache_key_covers_the_device_dtype_threads_kernels_seed_and_code(
     monkeypatch.setenv("SEQLIB_SEED", "1")
     assert key() != base
     monkeypatch.undo()
-    # The chapter library and the run's modules are hashed; another experiment is not.
+    # The source of the modules the run uses is hashed, and no other.
     sources = runs._sources(runs.language_model("tiny", tiny_model("gru", len(vocab)), ids,
                                                 CONFIG))
-    assert (runs.LIBRARY / "rnn.py").read_bytes() in sources
-    assert (runs.LIBRARY / "experiments" / "runs.py").read_bytes() in sources
-    assert (runs.LIBRARY / "experiments" / "translation.py").read_bytes() not in sources
-    # ... and the experiment modules they use: the stream's batches and loss here, the digit
-    # strips a captioning run draws (used by the run's module, not by the model's).
-    assert (runs.LIBRARY / "experiments" / "streams.py").read_bytes() in sources
+    for used in ["rnn.py", "gated.py", "lm.py", "training.py", "experiments/runs.py",
+                 "experiments/streams.py"]:  # the model, the training loop, the batches
+        assert (runs.LIBRARY / used).read_bytes() in sources, used
+    for unused in ["decoding.py", "self_attention.py", "transformer.py",
+                   "experiments/translation.py", "pages/claims.py"]:
+        assert (runs.LIBRARY / unused).read_bytes() not in sources, unused
+    # ... the experiment modules the run's code uses: the digit strips a captioning run
+    # draws its batches from.
     from seqlib.experiments import captioning
-    caption = runs.Run("c", tiny_model("gru", len(vocab)), None, None, None, 1,
-                       module=captioning.__name__)
+    caption = runs.Run("c", tiny_model("gru", len(vocab)), None,
+                       partial(captioning._strips, None, None, None, 1, "cpu"), None, 1)
     assert (runs.LIBRARY / "experiments" / "digits.py").read_bytes() in runs._sources(caption)
     with pytest.raises(ValueError, match="an imported module"):
         key(module="seqlib.experiments.no_such_module")

@@ -10,10 +10,10 @@ cache, and several runs trained at once.
   the run's name, the model (class, repr, plain attributes, the weights it starts from
   and which of them train), the record's fields, config and a digest of data, the seed
   (offset by SEQLIB_SEED), the device, dtype, CPU threads and kernel settings (sums round
-  differently with each), torch's version, and the source of the chapter library, of
-  this module, of the modules of the model's class and of the experiment, and of the
-  modules of seqlib.experiments they use, so that editing one page's experiment retrains
-  that page's models only.
+  differently with each), torch's version, and the source of the modules of seqlib that
+  the run uses (`_sources`: those of its model's classes, loss, data and schedule, of the
+  training loop and of the experiment's module, followed through the names their code
+  uses), so that editing a module retrains the runs that use it and no other.
 - An experiment's run is `run(name, model, data, config)`: `built(model, seed)` is the
   model it trains, `model` itself or what a function builds after seed_everything(seed).
 - `fit(run)` trains it with seqlib.train. `trained(run)` does so once and keeps the result
@@ -50,7 +50,7 @@ from seqlib.experiments import streams
 from seqlib.training import adamw, train, warmup_cosine
 from seqlib.utils import book_seed, generator, seed_everything
 
-LIBRARY = pathlib.Path(__file__).resolve().parents[1]  # the chapter library: seqlib/*.py
+LIBRARY = pathlib.Path(__file__).resolve().parents[1]  # the package: seqlib/
 
 
 def profile(book: dict, full: dict) -> dict:
@@ -235,26 +235,88 @@ def cache_dir() -> pathlib.Path:
 
 
 def _sources(run: Run) -> list[bytes]:
-    """The source the run depends on: the chapter library, this module, the module of the
-    model's class, the run's own module, and every module of seqlib.experiments that these
-    use (their imported modules, functions and classes), however deep."""
-    todo = [type(run.model).__module__, __name__, run.module]
-    names = set()
+    """The source the run uses: every module of seqlib that holds code the run reaches, from
+    the classes of the model's modules, its loss, batches, optimizer, schedule, on_step and
+    finish, the training loop (seqlib.training.train and `fit`) and the run's own module,
+    followed through the names that code uses (`_reached`); the tooling of the book's pages
+    (seqlib.pages) is not the run's. A module's whole source counts: editing any line of it
+    retrains the runs that use it, and no other run."""
+    model_classes = [type(module) for module in run.model.modules()]
+    model_callables = [value for module in run.model.modules() for value in vars(module).values()
+                       if callable(value) and not isinstance(value, nn.Module)]
+    roots = [*model_classes, *model_callables, run.loss, run.batches, run.optimizer,
+             run.schedule, run.on_step, run.finish, train, fit, own_randomness]
+    names = _reached(roots)
+    if run.module is not None:
+        if run.module not in sys.modules or not getattr(sys.modules[run.module], "__file__",
+                                                         None):
+            raise ValueError(f"a run's module must be an imported module, got {run.module!r}")
+        names.add(run.module)
+    files = sorted({pathlib.Path(sys.modules[name].__file__).resolve() for name in names})
+    return [_source(path) for path in files]
+
+
+def _source(path: pathlib.Path) -> bytes:
+    return path.read_bytes()
+
+
+def _reached(roots: list) -> set[str]:
+    """The modules of seqlib (not seqlib.pages) whose functions and classes the objects
+    `roots` use: a function's global names (and the attributes it reads of a module it
+    names), its defaults and closure; a class's bases and methods; a partial's function and
+    arguments; an object's class; a dict's, list's or tuple's items."""
+    package = __name__.split(".")[0] + "."
+    modules, seen, todo = set(), set(), list(roots)
     while todo:
-        name = todo.pop()
-        if name is None or name in names:
+        value = todo.pop()
+        if id(value) in seen or value is None or isinstance(value, (str, bytes, int, float)):
             continue
-        if name not in sys.modules or not getattr(sys.modules[name], "__file__", None):
-            raise ValueError(f"a run's module must be an imported module, got {name!r}")
-        names.add(name)
-        for value in vars(sys.modules[name]).values():
-            used = value.__name__ if isinstance(value, types.ModuleType) \
-                else getattr(value, "__module__", None)
-            if isinstance(used, str) and used.startswith(__package__ + "."):
-                todo.append(used)
-    files = {pathlib.Path(sys.modules[name].__file__).resolve() for name in names}
-    files |= set(LIBRARY.glob("*.py"))
-    return [path.read_bytes() for path in sorted(files)]
+        seen.add(id(value))
+        if isinstance(value, partial):
+            todo += [value.func, *value.args, *value.keywords.values()]
+        elif isinstance(value, (staticmethod, classmethod)):
+            todo.append(value.__func__)
+        elif isinstance(value, property):
+            todo += [value.fget, value.fset]
+        elif isinstance(value, types.MethodType):
+            todo += [value.__func__, value.__self__]
+        elif isinstance(value, (dict, list, tuple, set)):
+            todo += list(value.values() if isinstance(value, dict) else value)
+        elif isinstance(value, types.ModuleType):
+            if value.__name__.startswith(package):
+                modules.add(value.__name__)
+        elif isinstance(value, (types.FunctionType, type)):
+            module = getattr(value, "__module__", "") or ""
+            if not module.startswith(package) or module.startswith(package + "pages"):
+                continue
+            modules.add(module)
+            if isinstance(value, type):
+                todo += [*value.__mro__[1:], *vars(value).values()]
+            else:
+                todo += [*_used_globals(value), *(value.__defaults__ or ()),
+                         *(value.__kwdefaults__ or {}).values(),
+                         *(cell.cell_contents for cell in value.__closure__ or ())]
+        elif not isinstance(value, (torch.Tensor, nn.Module)) and callable(value):
+            todo.append(type(value))  # an object called as a function: its class's code
+    return {name for name in modules if not name.startswith(package + "pages")}
+
+
+def _used_globals(function: types.FunctionType) -> list:
+    """The global values a function's code names, and the attributes it names of those that
+    are modules (`fastpath.RNNScan` gives the class)."""
+    names, codes = set(), [function.__code__]
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    found = []
+    for name in names:
+        value = function.__globals__.get(name)
+        found.append(value)
+        if isinstance(value, types.ModuleType) and value.__name__.startswith("seqlib."):
+            found += [getattr(value, attribute) for attribute in names
+                      if hasattr(value, attribute)]
+    return found
 
 
 def _key(run: Run) -> str:
