@@ -31,7 +31,7 @@ import math
 import torch
 from torch import nn
 
-from seqlib.checks import check_tensor, model_dtype, positive_int
+from seqlib.checks import check_keys, check_tensor, model_dtype, positive_int
 
 SCORES = ("inner", "general", "concat", "additive")
 
@@ -104,7 +104,7 @@ def inner_product_attention(queries: torch.Tensor, keys: torch.Tensor, values: t
     (B, T_out, m_v), weights (B, T_out, T_in).
     """
     check_tensor("queries", queries)
-    check_tensor("keys", keys)
+    check_keys("keys", keys)
     check_tensor("values", values)
     if queries.shape[-1] != keys.shape[-1]:
         raise ValueError(f"the inner-product score needs queries and keys of the same size, "
@@ -190,7 +190,7 @@ class Attention(nn.Module):
                 projected: torch.Tensor | None = None):
         """Outputs u (7.21) and weights alpha (7.20); `projected` as in `scores`."""
         check_tensor("queries", queries, self.query_size, model_dtype(self))
-        check_tensor("keys", keys, self.key_size)
+        check_keys("keys", keys, self.key_size)
         check_tensor("values", values)
         if queries.shape[0] != keys.shape[0]:
             raise ValueError(f"queries and keys have batch sizes {queries.shape[0]} and "

@@ -66,7 +66,9 @@ def check_ids(ids, *, name: str = "ids", dim: int | None = None,
     """Return `ids` if it is an integer tensor of token ids (of `dim` dimensions, not empty,
     every id in [0, vocab_size), when asked), else raise a clear error."""
     if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(ids).__name__}")
+        layout = " (batch, time)" if dim == 2 else ""
+        raise TypeError(f"{name} must be a torch.Tensor of token ids{layout}, got "
+                        f"{type(ids).__name__}")
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
     if dim is not None and ids.dim() != dim:
@@ -135,12 +137,23 @@ def check_sequence(x: torch.Tensor, input_size: int, name: str = "x",
     check_dtype(name, x, dtype)
 
 
-def check_state(h0: torch.Tensor, expected: tuple, name: str = "h0") -> None:
-    """Raise a clear error unless the initial state `h0` has the `expected` shape."""
+def check_state(h0: torch.Tensor, expected: tuple, name: str = "h0",
+                x: torch.Tensor | None = None) -> None:
+    """Raise a clear error unless the initial state `h0` has the `expected` shape (L D, B, m)
+    for the (batch, time, features) sequence `x`, if given. A state whose batch is x's second
+    size, not its first, says that x looks time-major (torch.nn's default layout)."""
     if not isinstance(h0, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(h0).__name__}")
-    if tuple(h0.shape) != tuple(expected):
-        raise ValueError(f"{name} has shape {tuple(h0.shape)}, expected {tuple(expected)}")
+    if tuple(h0.shape) == tuple(expected):
+        return
+    if x is not None and h0.dim() == 3 and h0.shape[1] == x.shape[1] != x.shape[0]:
+        T, B, p = x.shape
+        raise ValueError(f"x has shape {tuple(x.shape)} and {name} has shape {tuple(h0.shape)}, "
+                         f"made for a batch of {B} = x.shape[1]: x looks time-major (time, "
+                         f"batch, features), torch.nn's default, but seqlib's tensors are "
+                         f"(batch, time, features) (batch_first): expected x of shape "
+                         f"{(B, T, p)}, x.transpose(0, 1)")
+    raise ValueError(f"{name} has shape {tuple(h0.shape)}, expected {tuple(expected)}")
 
 
 def check_mask(mask: torch.Tensor, shape: tuple, name: str = "mask") -> None:
@@ -165,6 +178,17 @@ def check_tensor(name: str, x, features: int | None = None,
     if features is not None and x.shape[-1] != features:
         raise ValueError(f"{name} has {x.shape[-1]} features, expected {features}")
     check_dtype(name, x, dtype)
+
+
+def check_keys(name: str, x, features: int | None = None,
+               dtype: torch.dtype | None = None) -> None:
+    """Raise unless `x`, the sequence that attention's keys come from, passes check_tensor
+    and has at least one time step: over no keys the attention weights are undefined."""
+    check_tensor(name, x, features, dtype)
+    if x.shape[1] == 0:
+        raise ValueError(f"{name} has shape {tuple(x.shape)}, an empty sequence: there are no "
+                         f"keys to attend to (the attention weights are undefined); expected "
+                         f"(batch, time >= 1, features)")
 
 
 def model_dtype(model: torch.nn.Module) -> torch.dtype | None:

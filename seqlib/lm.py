@@ -9,6 +9,8 @@ on one long text (the state carried, detached, from chunk to chunk) and the page
 are in seqlib.experiments (`streams`, `shakespeare`).
 """
 
+import warnings
+
 import torch
 from torch import nn
 
@@ -16,7 +18,7 @@ from seqlib import decoding
 from seqlib.checks import check_decoding_state, check_ids, check_source, positive_int
 from seqlib.gated import UNITS
 from seqlib.positional import PositionalEmbedding
-from seqlib.text import SPECIALS, Vocab
+from seqlib.text import SPECIALS, UNK, Vocab
 from seqlib.transformer import LayerNorm, TransformerBlock, select_batch
 
 
@@ -31,19 +33,27 @@ def select_state(state, rows):
 
 
 def stream_start(model: nn.Module, src: torch.Tensor, src_mask: torch.Tensor):
-    """The protocol's start for a stream model, forward(ids (B, T), state) -> (logits, state):
-    the state after every prompt token but the last, which the decoding functions feed as
-    start_id (prompts src (N, S) of one length), or None, the initial state, if S = 1."""
+    """The protocol's start for a stream model, forward(ids (B, T), state) -> (logits, state)
+    with initial_state(batch_size), the state before any token: the state after every prompt
+    token but the last, which the decoding functions feed as start_id (prompts src (N, S) of
+    one length), so the initial state itself if S = 1."""
     check_source(src, src_mask, model.vocab_size)
     if not src_mask.all():
         raise ValueError("prompts must all have one length (src_mask all True)")
-    return model(src[:, :-1])[1] if src.shape[1] > 1 else None
+    if src.shape[1] == 1:
+        return model.initial_state(src.shape[0])
+    return model(src[:, :-1])[1]  # forward starts from the initial state
 
 
 def stream_step(model: nn.Module, tokens: torch.Tensor, state):
     """The protocol's step for a stream model, the one-to-many use of (7.3), each chosen token
-    fed back as the next input: the previous tokens (N,) -> logits (N, V) of the next, state."""
+    fed back as the next input: the previous tokens (N,) -> logits (N, V) of the next, state
+    (the one `start` returned, then the one the last step did)."""
     check_ids(tokens, name="tokens", dim=1, vocab_size=model.vocab_size)
+    if state is None:
+        raise ValueError("state must be the state that model.start(prompts, mask) returned "
+                         "(the prompt read so far), then the one each step returns, got None: "
+                         "None would drop the prompt")
     logits, state = model(tokens[:, None], state)  # (N, 1, V)
     return logits[:, -1], state
 
@@ -57,7 +67,8 @@ class RecurrentLM(nn.Module):
     passed back in with the next chunk of the same streams.
 
     It follows the decoding protocol of seqlib.decoding (`start`, `step`, `reorder`), as
-    TransformerLM does, so `generate` writes text with either.
+    TransformerLM does, so `generate` writes text with either; `start` returns the state
+    after the prompt, `initial_state` (zeros) for a one-token prompt.
     """
 
     def __init__(self, unit: str, vocab_size: int, embed_size: int, hidden_size: int,
@@ -80,6 +91,12 @@ class RecurrentLM(nn.Module):
             raise ValueError(f"ids must be (batch, time), got shape {tuple(ids.shape)}")
         x = self.embedding(ids)  # (B, T, embed_size)
         return self.recurrent(x, state)  # logits (B, T, V), state
+
+    def initial_state(self, batch_size: int):
+        """The state forward starts from by default, zeros, as the recurrent unit's
+        `initial_state`: a tensor (L, B, m), or (h, c) for the LSTM."""
+        return self.recurrent.initial_state(positive_int("batch_size", batch_size),
+                                            self.embedding.weight)
 
     # The decoding protocol, shared with every model that reads a stream (below).
     def start(self, src: torch.Tensor, src_mask: torch.Tensor):
@@ -211,6 +228,11 @@ def generate(model: nn.Module, vocab: Vocab, prompt: str, length: int, *,
         options["generator"] = generator
     device = next(model.parameters()).device
     ids = torch.tensor([vocab.encode(prompt)] * samples, device=device)  # (samples, S)
+    unknown = [c for c in dict.fromkeys(prompt) if c not in vocab]  # in order, once each
+    if unknown:
+        warnings.warn(f"prompt {prompt!r} has characters not in the vocabulary, {unknown}: "
+                      f"they are read as {UNK}; expected characters of the vocabulary",
+                      UserWarning, stacklevel=2)
     out = methods[method](_TextOnly(model), ids, torch.ones_like(ids, dtype=torch.bool),
                           start_id=ids[0, -1].item(), stop_id=vocab.stop_id,
                           max_len=positive_int("length", length), **options)

@@ -200,6 +200,17 @@ class Recurrent(nn.Module):
         return [getattr(self, cell_name(layer, d))
                 for layer in range(self.num_layers) for d in range(self.directions)]
 
+    def zero_state(self, batch_size: int, like: torch.Tensor) -> tuple:
+        """The default initial state, zeros: state_count tensors (L D, B, m), (h0,) or
+        (h0, c0) for the LSTM, of the dtype and device of `like`."""
+        shape = (self.num_layers * self.directions, batch_size, self.hidden_size)
+        return tuple(like.new_zeros(shape) for _ in range(self.state_count))
+
+    def initial_state(self, batch_size: int, like: torch.Tensor):
+        """`zero_state` in the form forward takes and returns: h0 (L D, B, m), or (h0, c0)."""
+        state = self.zero_state(batch_size, like)
+        return state if self.state_count > 1 else state[0]
+
     def recur(self, x: torch.Tensor, state: tuple | None = None,
               mask: torch.Tensor | None = None):
         """All layers and directions over x (B, T, p). `state`: a tuple of state_count
@@ -212,10 +223,10 @@ class Recurrent(nn.Module):
         check_sequence(x, self.input_size, dtype=model_dtype(self))
         shape = (self.num_layers * self.directions, x.shape[0], self.hidden_size)
         if state is None:
-            state = tuple(x.new_zeros(shape) for _ in range(self.state_count))
+            state = self.zero_state(x.shape[0], x)
         names = ("h0", "c0")
         for name, s in zip(names, state, strict=False):
-            check_state(s, shape, name)
+            check_state(s, shape, name, x)
         if mask is not None:
             check_mask(mask, x.shape[:2])
         layer_input, finals = x, []
@@ -358,8 +369,8 @@ class RNN(Recurrent):
             raise ValueError(f"y_prev has shape {tuple(y_prev.shape)}, expected "
                              f"{(*x.shape[:2], self.output_size)} (batch, time, q)")
         if h0 is None:
-            h0 = x.new_zeros(1, B, self.hidden_size)
-        check_state(h0, (1, B, self.hidden_size))
+            h0 = self.initial_state(B, x)  # (1, B, m): one unidirectional layer
+        check_state(h0, (1, B, self.hidden_size), x=x)
         h, y_hat, outputs = h0[0], x.new_zeros(B, self.output_size), []  # y_hat^<0> = 0
         for t, x_t in enumerate(x.unbind(1)):
             h = self.feedback_step(x_t, h, y_prev[:, t] if y_prev is not None else y_hat)

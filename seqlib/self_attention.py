@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib.attention import attend, uniform_parameter, visible_keys
-from seqlib.checks import check_tensor, int_in_range, positive_int
+from seqlib.checks import check_keys, check_tensor, int_in_range, positive_int
 
 
 def causal_mask(T_q: int, T_k: int | None = None, device=None,
@@ -75,7 +75,7 @@ def self_attention(x: torch.Tensor, *, score=None, causal: bool = True,
     (default: scaled_inner_product). `mask` (B, T) is True at real (unpadded) times.
     Returns outputs u (B, T, p) and weights alpha (B, T, T), row t holding alpha^t.
     """
-    check_tensor("x", x)
+    check_keys("x", x)
     scores = _scores(scaled_inner_product if score is None else score, x, x)  # (B, T, T)
     return attend(scores, x, mask=mask, causal=causal)
 
@@ -100,7 +100,7 @@ class SelfAttention(nn.Module):
         self.score = scaled_inner_product if score is None else score
 
     def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None):
-        check_tensor("x", x, self.p, self.W_q.dtype)
+        check_keys("x", x, self.p, self.W_q.dtype)
         z_q, z_k, v = x @ self.W_q.T, x @ self.W_k.T, x @ self.W_v.T  # (B, T, p) each
         return attend(_scores(self.score, z_q, z_k), v, mask=mask, causal=self.causal)
 
@@ -257,7 +257,8 @@ class MultiHeadAttention(nn.Module):
             k, v = cache["k"], cache["v"]
         else:
             source = x if context is None else context
-            check_tensor("context", source, self.kv_size, self.W_k.dtype)
+            check_keys("x" if context is None else "context", source, self.kv_size,
+                       self.W_k.dtype)
             if source.shape[0] != x.shape[0]:
                 raise ValueError(f"context has batch size {source.shape[0]}, expected "
                                  f"{x.shape[0]}")

@@ -21,9 +21,9 @@ from torch import nn
 from seqlib.checks import (
     check_decoding_state,
     check_ids,
+    check_keys,
     check_mask,
     check_source,
-    check_tensor,
     positive_int,
 )
 from seqlib.positional import PositionalEmbedding
@@ -183,7 +183,7 @@ def check_memory(memory, y: torch.Tensor, p: int, memory_mask) -> None:
         raise TypeError(f"memory must be the encoder's output z = encode(src, src_mask), a "
                         f"(B, T_in, p={p}) tensor that cross-attention reads, got "
                         f"{type(memory).__name__}")
-    check_tensor("memory", memory, p, y.dtype)
+    check_keys("memory", memory, p, y.dtype)
     if memory.shape[0] != y.shape[0]:
         raise ValueError(f"memory has batch size {memory.shape[0]}, expected {y.shape[0]} "
                          "like the target tokens")
@@ -371,6 +371,8 @@ class Transformer(nn.Module):
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor,
                 return_attention: bool = False):
+        check_source(src, src_mask, self.src_vocab_size)
+        check_ids(tgt_in, name="tgt_in", dim=2, vocab_size=self.tgt_vocab_size, nonempty=True)
         if tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"tgt_in has batch size {tgt_in.shape[0]}, expected "
                              f"{src.shape[0]} like src")

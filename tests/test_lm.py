@@ -115,7 +115,9 @@ def test_recurrent_models_follow_the_decoding_protocol(unit):
     logits, state = model.step(prompts[:, -1], state)  # (2, V)
     whole, _ = model(prompts)
     torch.testing.assert_close(logits, whole[:, -1], rtol=0, atol=1e-12)
-    assert model.start(prompts[:, :1], torch.ones(2, 1, dtype=torch.bool)) is None
+    first = model.start(prompts[:, :1], torch.ones(2, 1, dtype=torch.bool))  # nothing read
+    for s in first if isinstance(first, tuple) else (first,):  # the explicit zero state
+        assert torch.equal(s, torch.zeros(1, 2, 7, dtype=torch.float64))
     swapped = model.reorder(state, torch.tensor([1, 0]))
     states = swapped if isinstance(swapped, tuple) else (swapped,)
     originals = state if isinstance(state, tuple) else (state,)

@@ -60,6 +60,12 @@ class WindowLM(nn.Module):
         logits = self.output(torch.tanh(self.hidden(e)))  # (B, T, V)
         return logits, full[:, full.shape[1] - (k - 1):][None]  # (1, B, k - 1)
 
+    def initial_state(self, batch_size: int) -> torch.Tensor:
+        """The state before a stream starts, which forward takes for None: (1, B, k - 1)
+        ids of -1, no character yet."""
+        return torch.full((1, positive_int("batch_size", batch_size), self.window - 1), -1,
+                          device=self.embedding.weight.device)
+
     # The decoding protocol of seqlib.decoding, as for every model that reads a stream.
     def start(self, src: torch.Tensor, src_mask: torch.Tensor):
         return stream_start(self, src, src_mask)
