@@ -58,7 +58,7 @@ def test_typical_mistakes_are_named(mistake, message):
 
 
 def test_other_failures_are_reported():
-    with pytest.raises(ExerciseError, match=r"return the pair \(u, alpha\)"):
+    with pytest.raises(ExerciseError, match=r"return a tuple \(u \(outputs\), alpha"):
         check_additive_attention(lambda *args, mask=None: additive_attention(*args)[0])
     with pytest.raises(ExerciseError, match="raised TypeError"):
         check_additive_attention(lambda q, k, v, W_sa, W_sb, w_s: None)  # no mask argument

@@ -46,5 +46,5 @@ def test_wrong_shapes_and_types_are_reported():
     with pytest.raises(ExerciseError, match="u has shape"):
         check_grid_attention(lambda *args: (grid_attention(*args)[0][:, :2],
                                             grid_attention(*args)[1]))
-    with pytest.raises(ExerciseError, match="should return a pair"):
+    with pytest.raises(ExerciseError, match=r"return a tuple \(u, alpha\), got Tensor"):
         check_grid_attention(lambda *args: grid_attention(*args)[1])

@@ -38,7 +38,14 @@ from test_exercises_window import windows
 
 import seqlib.exercises as exercises
 from seqlib.exercises import ExerciseError
-from seqlib.exercises.toolkit import close, name_mistake, require_callable, seeded
+from seqlib.exercises.toolkit import (
+    close,
+    expect_tensor,
+    name_mistake,
+    require_callable,
+    run_attempt,
+    seeded,
+)
 from seqlib.experiments.bpe import BPE, learn_merges
 from seqlib.experiments.pretraining import lm_targets
 
@@ -63,7 +70,7 @@ CASES = {
     "check_beam_step": (beam_step, lambda *a: beam_step(*a, worst_first=True),
                         "right hypotheses in the wrong order"),
     "check_fit_temperature": (fit_temperature, lambda *a: 1 / fit_temperature(*a),
-                              "whose inverse is the best temperature"),
+                              "it is the inverse of the best temperature"),
     "check_analogy": (analogy, with_options(score="dot"), "by the dot product"),
     "check_greedy_decoding": (greedy_decode, decoder_with("feed"),
                               "read the token chosen at the step before"),
@@ -174,6 +181,44 @@ def test_the_messages_name_what_is_wrong():
     assert name_mistake("the sums", torch.full((2,), 2.0), mistakes) is None
 
 
+def test_expect_tensor_names_the_type_or_shape_given_and_expected():
+    expect_tensor("u", torch.zeros(2, 3), (2, 3))
+    expect_tensor("u", torch.zeros(2, 3))  # any shape
+    with pytest.raises(ExerciseError, match=r"^u should be a torch.Tensor, got list$"):
+        expect_tensor("u", [0.0, 0.0], (2,))
+    with pytest.raises(ExerciseError, match=r"^u has shape \(3, 2\), expected \(2, 3\)$"):
+        expect_tensor("u", torch.zeros(3, 2), torch.Size([2, 3]))
+    with pytest.raises(ExerciseError, match=r"^u has shape \(\), expected \(B, m\) = \(2, 3\): "
+                                            r"one row per sequence$"):
+        expect_tensor("u", torch.tensor(0.0), (2, 3), dims="(B, m)", why="one row per sequence")
+
+
+def test_run_attempt_names_the_case_and_checks_what_comes_back():
+    assert run_attempt(lambda x, k=1: x + k, 1, what="on 1", k=2) == 3
+    with pytest.raises(ExerciseError, match=r"^on a batch: your function raised "
+                                            r"ZeroDivisionError: division by zero$"):
+        run_attempt(lambda: 1 / 0, what="on a batch")
+
+    def refuses():
+        raise ExerciseError("called model.forecast")
+
+    with pytest.raises(ExerciseError, match="^called model.forecast$"):  # unchanged
+        run_attempt(refuses, what="on a batch")
+    assert run_attempt(lambda: (1, 2), what="on a batch", returns=("u", "alpha")) == (1, 2)
+    for result, given in [((1, 2, 3), "a tuple of 3"), ([1, 2], "list"), (None, "NoneType")]:
+        with pytest.raises(ExerciseError, match=rf"^on a batch: return a tuple \(u, alpha\), "
+                                                rf"got {given}$"):
+            run_attempt(lambda result=result: result, what="on a batch", returns=("u", "alpha"))
+
+
+def test_run_attempt_runs_without_gradients_unless_asked():
+    w = torch.ones(2, requires_grad=True)
+    assert not run_attempt(lambda: w * 2, what="w").requires_grad
+    assert run_attempt(lambda: w * 2, what="w", grad=True).requires_grad
+    with torch.no_grad():  # grad=True leaves autograd as the caller has it
+        assert not run_attempt(lambda: w * 2, what="w", grad=True).requires_grad
+
+
 def test_seeded_restores_the_callers_random_state():
     torch.manual_seed(5)
     before = torch.random.get_rng_state()
@@ -201,3 +246,21 @@ def test_the_checkers_keep_no_plumbing_of_their_own():
                 assert called not in ("callable", "torch.allclose", "torch.manual_seed",
                                       "torch.random.fork_rng", "seed_everything"), \
                     f"{path.name}:{node.lineno} calls {called}: use seqlib.exercises.toolkit"
+
+
+def test_every_checker_calls_its_attempt_through_the_toolkit():
+    """Each module runs its attempts through run_attempt and raises no ExerciseError by
+    hand, but in a stand-in for a method an attempt must not call (a function that only
+    raises): the toolkit's helpers say what is wrong."""
+    for path in sorted(EXERCISES.glob("*.py")):
+        if path.name in ("toolkit.py", "__init__.py"):
+            continue
+        tree = ast.parse(path.read_text())
+        called = {ast.unparse(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+        assert "run_attempt" in called, f"{path.name} calls no attempt through run_attempt"
+        refusals = {id(node.body[0]) for node in ast.walk(tree)
+                    if isinstance(node, ast.FunctionDef) and len(node.body) == 1}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Raise) and "ExerciseError" in ast.unparse(node):
+                assert id(node) in refusals, \
+                    f"{path.name}:{node.lineno} raises ExerciseError by hand: use the toolkit"

@@ -59,7 +59,7 @@ def test_beam_step_mistakes_are_named(mistake, message):
 
 
 def test_beam_step_bad_results_and_arguments():
-    with pytest.raises(ExerciseError, match="should return a pair"):
+    with pytest.raises(ExerciseError, match=r"return a tuple \(live, finished\), got list"):
         check_beam_step(lambda *args: beam_step(*args)[0])
     with pytest.raises(ExerciseError, match="each entry of live should be a pair"):
         check_beam_step(lambda *args: ([list(p) for p, _ in beam_step(*args)[0]], []))

@@ -82,7 +82,8 @@ def test_a_wrong_fed_back_value_is_caught():
 
 
 def test_wrong_shapes_and_types_are_named():
-    with pytest.raises(ExerciseError, match=r"got shape \(3, 5\).*expected \(3, 6\)"):
+    with pytest.raises(ExerciseError, match=r"has shape \(3, 5\), expected \(B, horizon\) = "
+                                            r"\(3, 6\)"):
         check_feed_back(lambda *args: feed_back(*args)[:, :5])
-    with pytest.raises(ExerciseError, match="return a tensor"):
+    with pytest.raises(ExerciseError, match="the result should be a torch.Tensor, got list"):
         check_feed_back(lambda *args: feed_back(*args).tolist())

@@ -63,5 +63,5 @@ def test_in_place_changes_and_wrong_shapes():
         check_top_p(in_place)
     with pytest.raises(ExerciseError, match="the result has shape"):
         check_top_p(lambda logits, p: top_p_filter(logits, p).flatten())
-    with pytest.raises(ExerciseError, match="return a torch.Tensor"):
+    with pytest.raises(ExerciseError, match="the result should be a torch.Tensor, got list"):
         check_top_p(lambda logits, p: top_p_filter(logits, p).tolist())

@@ -45,5 +45,6 @@ def test_the_checker_says_what_is_wrong():
         check_stateful_reverse(state_dropped)
     with pytest.raises(ExerciseError, match=r"has shape \(6, 2\), expected \(6, 1\)"):
         check_stateful_reverse(with_separator)
-    with pytest.raises(ExerciseError, match="must return a tensor"):
+    with pytest.raises(ExerciseError, match=r"reverse\(model, x of shape \(6, 1\)\) should be a "
+                                            r"torch.Tensor, got list"):
         check_stateful_reverse(lambda model, x, symbols: x.tolist())

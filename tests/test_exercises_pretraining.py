@@ -25,7 +25,7 @@ def test_the_checker_says_what_is_wrong():
         check_lm_targets(no_unk)
     with pytest.raises(ExerciseError, match="forward target"):
         check_lm_targets(swapped)
-    with pytest.raises(ExerciseError, match="return a pair"):
+    with pytest.raises(ExerciseError, match=r"return a tuple \(forward targets, backward"):
         check_lm_targets(lambda ids, mask, output_size: ids)
     with pytest.raises(ExerciseError, match="raised ValueError"):
         check_lm_targets(lambda ids, mask, output_size: int("x"))

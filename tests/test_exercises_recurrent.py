@@ -46,7 +46,7 @@ def test_rnn_forward_mistakes_are_named(options, message):
 def test_rnn_forward_wrong_shapes_and_types():
     with pytest.raises(ExerciseError, match=r"h_T .* has shape \(1, 2, 5\), expected \(2, 5\)"):
         check_rnn_forward(lambda rnn, x: rnn(x))  # torch's own h_n is (1, B, m)
-    with pytest.raises(ExerciseError, match="should return a tuple"):
+    with pytest.raises(ExerciseError, match=r"return a tuple \(H, h_T\), got Tensor"):
         check_rnn_forward(lambda rnn, x: rnn_forward(rnn, x)[0])
 
 
@@ -95,7 +95,7 @@ def summed(logits, targets, mask):
     (lambda logits, targets, mask: sequence_loss(logits, targets, mask).detach(),
      "does not depend on the logits"),
     (lambda logits, targets, mask: sequence_loss(logits, targets, mask) * torch.ones(1),
-     r"should return a scalar, got shape \(1,\)"),
+     r"the loss .* has shape \(1,\), expected a scalar = \(\)"),
 ])
 def test_sequence_loss_mistakes_are_named(attempt, message):
     with pytest.raises(ExerciseError, match=message):

@@ -34,8 +34,10 @@ def bidirectional_ends(forward_unit, reverse_unit, x, mask):
     (lambda z, mask: z.mean(1), "averaged over every position"),
     (lambda z, mask: (z * mask[..., None]).sum(1) / z.shape[1], "divided by T = 7"),
     (lambda z, mask: z.sum(1) / mask.sum(1, keepdim=True), "entered the sum"),
-    (lambda z, mask: masked_mean(z, mask).unsqueeze(1), r"got shape \(4, 1, 3\)"),
-    (lambda z, mask: masked_mean(z, mask).tolist(), "return a tensor"),
+    (lambda z, mask: masked_mean(z, mask).unsqueeze(1),
+     r"has shape \(4, 1, 3\), expected \(B, d\) = \(4, 3\)"),
+    (lambda z, mask: masked_mean(z, mask).tolist(),
+     "the result should be a torch.Tensor, got list"),
 ])
 def test_wrong_means_are_named(wrong, message):
     with pytest.raises(ExerciseError, match=message):
@@ -85,7 +87,8 @@ def swapped(forward_unit, reverse_unit, x, mask):
     (flipped, "read the padding before the words"),
     (first_reverse_step, "after one word"),
     (swapped, "halves are swapped"),
-    (lambda f, r, x, mask: bidirectional_ends(f, r, x, mask)[:, :4], r"got shape \(4, 4\)"),
+    (lambda f, r, x, mask: bidirectional_ends(f, r, x, mask)[:, :4],
+     r"has shape \(4, 4\), expected \(B, 2 m~\) = \(4, 8\)"),
 ])
 def test_wrong_sentence_vectors_are_named(wrong, message):
     with pytest.raises(ExerciseError, match=message):

@@ -1,14 +1,16 @@
 """Checkers for the exercises of the attention chapter (Section 7.4): attention with the
 additive score of Bahdanau et al., with a padding mask."""
 
+import operator
+
 import torch
 
 from seqlib.attention import Attention
 from seqlib.exercises.toolkit import (
-    ExerciseError,
     close,
     expect,
     expect_close,
+    expect_tensor,
     name_mistake,
     passed,
     require_callable,
@@ -51,36 +53,29 @@ def _reference(inputs: dict, mask) -> tuple:
 def _call(attempt, inputs: dict, mask, what: str) -> tuple:
     """Run the attempt on copies of the inputs; check it returns (u, alpha) tensors."""
     args = [inputs[k].clone() for k in ("queries", "keys", "values", "W_sa", "W_sb", "w_s")]
-    out = run_attempt(attempt, *args, what=what, mask=None if mask is None else mask.clone())
-    expect(isinstance(out, tuple) and len(out) == 2,
-           f"{what}: return the pair (u, alpha), outputs and weights; got "
-           f"{type(out).__name__}")
-    u, alpha = out
-    for name, x in (("u", u), ("alpha", alpha)):
-        expect(isinstance(x, torch.Tensor),
-               f"{what}: {name} should be a torch.Tensor, got {type(x).__name__}")
-    return u, alpha
+    out = run_attempt(attempt, *args, what=what, mask=None if mask is None else mask.clone(),
+                      returns=("u (outputs)", "alpha (weights)"))
+    for name, x in zip(("u", "alpha"), out, strict=True):
+        expect_tensor(f"{what}: {name}", x)
+    return out
 
 
 def _check_weights(alpha, inputs: dict, expected, what: str) -> None:
     """Compare the weights, naming the mistake where a typical one explains them."""
-    if tuple(alpha.shape) == (B, T_IN, T_OUT):
-        raise ExerciseError(f"{what}: alpha has shape {tuple(alpha.shape)} = (B, T_in, T_out); "
-                            f"expected (B, T_out, T_in) = {(B, T_OUT, T_IN)}, one row "
-                            f"alpha^<t> per query")
-    expect(tuple(alpha.shape) == (B, T_OUT, T_IN),
-           f"{what}: alpha has shape {tuple(alpha.shape)}, expected (B, T_out, T_in) = "
-           f"{(B, T_OUT, T_IN)}")
+    name_mistake(f"{what}: alpha has shape {tuple(alpha.shape)}", tuple(alpha.shape),
+                 [((B, T_IN, T_OUT), f"(B, T_in, T_out); expected (B, T_out, T_in) = "
+                   f"{(B, T_OUT, T_IN)}, one row alpha^<t> per query")], same=operator.eq)
+    expect_tensor(f"{what}: alpha", alpha, (B, T_OUT, T_IN), dims="(B, T_out, T_in)")
     alpha = alpha.detach().double()
     expect(bool(torch.isfinite(alpha).all()), f"{what}: alpha holds NaN or infinite values")
-    if not close(alpha.sum(-1), torch.ones(B, T_OUT), **SUMS):
-        if close(alpha.sum(1), torch.ones(B, T_IN), **SUMS):
-            raise ExerciseError(f"{what}: the weights sum to 1 over the queries; take the "
-                                f"softmax over the keys (the last dimension), so that each "
-                                f"row alpha^<t> sums to 1, (7.20)")
-        sums = [[round(float(v), 3) for v in row] for row in alpha.sum(-1)]
-        raise ExerciseError(f"{what}: the rows of alpha do not sum to 1 (sums {sums}): "
-                            f"alpha^<t> is a softmax over the keys, (7.20)")
+    name_mistake(f"{what}: the weights sum to 1 over the queries", alpha.sum(1),
+                 [(torch.ones(B, T_IN), "take the softmax over the keys (the last dimension), "
+                   "so that each row alpha^<t> sums to 1, (7.20)")], **SUMS)
+    sums = alpha.sum(-1)
+    expect(close(sums, torch.ones(B, T_OUT), **SUMS),
+           f"{what}: the rows of alpha do not sum to 1 (sums "
+           f"{[[round(float(v), 3) for v in row] for row in sums]}): alpha^<t> is a softmax "
+           f"over the keys, (7.20)")
     a_q = inputs["queries"].double() @ inputs["W_sa"].double().T  # (B, T_out, m~)
     a_k = inputs["keys"].double() @ inputs["W_sb"].double().T  # (B, T_in, m~)
     pre = a_q[:, :, None] + a_k[:, None]  # (B, T_out, T_in, m~)
@@ -111,34 +106,29 @@ def check_additive_attention(attempt) -> None:
     u, alpha = _call(attempt, inputs, None, what)
     u_ref, alpha_ref = _reference(inputs, None)
     _check_weights(alpha, inputs, alpha_ref, what)
-    expect(tuple(u.shape) == (B, T_OUT, M_V),
-           f"{what}: u has shape {tuple(u.shape)}, expected (B, T_out, m_v) = "
-           f"{(B, T_OUT, M_V)}")
-    if not close(u, u_ref):
-        raise ExerciseError(f"{what}: the weights are right but the outputs u are not: u^<t> "
+    expect_tensor(f"{what}: u", u, (B, T_OUT, M_V), dims="(B, T_out, m_v)")
+    expect(close(u, u_ref), f"{what}: the weights are right but the outputs u are not: u^<t> "
                             f"= sum_tau alpha^<t>_tau v^<tau>, (7.21), that is alpha @ values")
 
     mask = inputs["mask"]
     what = "with a padding mask (sequence 1 has 2 padded keys)"
     u, alpha = _call(attempt, inputs, mask, what)
     u_ref, alpha_ref = _reference(inputs, mask)
-    expect(tuple(alpha.shape) == (B, T_OUT, T_IN),
-           f"{what}: alpha has shape {tuple(alpha.shape)}, expected {(B, T_OUT, T_IN)}")
+    expect_tensor(f"{what}: alpha", alpha, (B, T_OUT, T_IN), dims="(B, T_out, T_in)")
     padded = alpha.detach()[1, :, 3:]  # (T_out, 2): the weights on the padded keys
     real = alpha.detach()[1, :, :3]
-    if bool((real.abs() < 1e-12).all()) and not bool((padded.abs() < 1e-12).all()):
-        raise ExerciseError(f"{what}: the real keys get weight 0 and the padded ones do not: "
-                            f"mask is True at the real keys (False at the padding)")
-    if not bool((padded.abs() < 1e-7).all()):
-        raise ExerciseError(f"{what}: the padded keys get weights up to "
-                            f"{padded.abs().max().item():.3g}; they must get weight 0: give "
-                            f"their scores -inf before the softmax (masked_fill(~mask, -inf))")
+    inverted = bool((real.abs() < 1e-12).all()) and not bool((padded.abs() < 1e-12).all())
+    expect(not inverted, f"{what}: the real keys get weight 0 and the padded ones do not: mask "
+                         f"is True at the real keys (False at the padding)")
+    expect(bool((padded.abs() < 1e-7).all()),
+           f"{what}: the padded keys get weights up to {padded.abs().max().item():.3g}; they "
+           f"must get weight 0: give their scores -inf before the softmax "
+           f"(masked_fill(~mask, -inf))")
     sums = alpha.detach().sum(-1)
-    if not close(sums, torch.ones_like(sums), **SUMS):
-        raise ExerciseError(f"{what}: the padded keys get weight 0 but the rows of the "
-                            f"second sequence sum to {[round(float(v), 3) for v in sums[1]]}: "
-                            f"setting weights to 0 after the softmax leaves the others "
-                            f"unnormalised; mask the scores (-inf) before the softmax")
+    expect(close(sums, torch.ones_like(sums), **SUMS),
+           f"{what}: the padded keys get weight 0 but the rows of the second sequence sum to "
+           f"{[round(float(v), 3) for v in sums[1]]}: setting weights to 0 after the softmax "
+           f"leaves the others unnormalised; mask the scores (-inf) before the softmax")
     expect_close(f"{what}: alpha", alpha, alpha_ref)
     expect_close(f"{what}: u", u, u_ref)
     passed("additive attention (7.20)-(7.21), s = w_s^T tanh(W_sa z_q + W_sb z_k), equals "

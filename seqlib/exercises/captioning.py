@@ -16,12 +16,14 @@ import torch
 
 from seqlib.attention import Attention
 from seqlib.exercises.toolkit import (
-    ExerciseError,
     close,
     expect,
     expect_close,
+    expect_tensor,
+    name_mistake,
     passed,
     require_callable,
+    run_attempt,
     seeded,
 )
 
@@ -55,50 +57,36 @@ def check_grid_attention(attempt) -> None:
     grid, s_prev = randn(B, h, w, d), randn(B, m)
     W_sa, W_sb, w_s = randn(a, m), randn(a, d), randn(a)
     inputs = [x.clone() for x in (grid, s_prev, W_sa, W_sb, w_s)]
-    result = attempt(*inputs)
-    expect(isinstance(result, tuple) and len(result) == 2,
-           f"grid_attention should return a pair (u, alpha), got {type(result).__name__}")
-    u, alpha = result
+    u, alpha = run_attempt(attempt, *inputs, what="grid_attention on random float64 inputs",
+                           returns=("u", "alpha"))
     u_ref, alpha_ref = _reference(grid, s_prev, W_sa, W_sb, w_s)
-    expect(isinstance(alpha, torch.Tensor),
-           f"alpha should be a torch.Tensor, got {type(alpha).__name__}")
-    expect(tuple(alpha.shape) == (B, h, w),
-           f"alpha has shape {tuple(alpha.shape)}, expected (B, h, w) = {(B, h, w)}: one "
-           "weight per location of the grid")
+    expect_tensor("alpha", alpha, (B, h, w), dims="(B, h, w)",
+                  why="one weight per location of the grid")
     alpha = alpha.detach().double()
     if not close(alpha, alpha_ref, **TOL):
+        for dim, part in ((2, "row"), (1, "column")):
+            sums = alpha.sum(dim)  # (B, h) or (B, w)
+            name_mistake(f"each {part} of the grid has weights summing to 1", sums,
+                         [(torch.ones_like(sums), "the softmax of (7.20) runs over all h w "
+                           "locations of an image at once")], **TOL)
         totals = alpha.sum((1, 2))  # (B,)
-        if close(alpha.sum(2), torch.ones(B, h), **TOL):
-            raise ExerciseError("each row of the grid has weights summing to 1: the softmax "
-                                "of (7.20) runs over all h w locations of an image at once")
-        if close(alpha.sum(1), torch.ones(B, w), **TOL):
-            raise ExerciseError("each column of the grid has weights summing to 1: the "
-                                "softmax of (7.20) runs over all h w locations at once")
         expect(close(totals, torch.ones(B), **TOL),
                f"the weights of each image should sum to 1 over its {h * w} locations, (7.20); "
                f"they sum to {[round(t, 4) for t in totals.tolist()]}")
-        if close(alpha, alpha_ref.transpose(1, 2).reshape(B, h, w), **TOL):
-            raise ExerciseError("the weights are right but in the wrong places: alpha was "
-                                "computed column by column and reshaped row by row; flatten "
-                                "the grid and reshape the weights back in the same order")
         v = grid.reshape(B, h * w, d)  # (B, h w, d)
         linear = s_prev @ W_sa.T @ w_s  # (B,): without tanh the query's part is a constant
         no_tanh = torch.softmax((v @ W_sb.T @ w_s) + linear[:, None], -1).view(B, h, w)
-        if close(alpha, no_tanh, **TOL):
-            raise ExerciseError("alpha matches the score w_s^T (W_sa z_q + W_sb z_k) without "
-                                "the tanh: the additive score is w_s^T tanh(W_sa z_q + W_sb z_k)")
+        name_mistake("alpha", alpha, [
+            (alpha_ref.transpose(1, 2).reshape(B, h, w), "the weights are right but in the "
+             "wrong places: alpha was computed column by column and reshaped row by row; "
+             "flatten the grid and reshape the weights back in the same order"),
+            (no_tanh, "it matches the score w_s^T (W_sa z_q + W_sb z_k) without the tanh: the "
+             "additive score is w_s^T tanh(W_sa z_q + W_sb z_k)")], **TOL)
         expect_close("alpha", alpha, alpha_ref)
-    if close(u, grid.mean((1, 2)), **TOL):
-        raise ExerciseError("alpha is right, but u is the plain mean of the grid's vectors: "
-                            "weight each v^<tau> by its alpha^<t>_tau, (7.21)")
-    expect(not isinstance(u, torch.Tensor) or tuple(u.shape) == (B, d),
-           f"u has shape {tuple(u.shape) if isinstance(u, torch.Tensor) else None}, expected "
-           f"(B, d) = {(B, d)}: one output vector per image")
-    try:
-        expect_close("u", u, u_ref)
-    except ExerciseError as error:
-        raise ExerciseError(f"alpha is right but u is not, u = sum_tau alpha^<t>_tau v^<tau> "
-                            f"(7.21): {error}") from None
+    name_mistake("alpha is right, but u", u, [(grid.mean((1, 2)), "it is the plain mean of "
+                 "the grid's vectors: weight each v^<tau> by its alpha^<t>_tau, (7.21)")], **TOL)
+    expect_tensor("u", u, (B, d), dims="(B, d)", why="one output vector per image")
+    expect_close("alpha is right, but u = sum_tau alpha^<t>_tau v^<tau> (7.21)", u, u_ref)
     passed(f"alpha (B, h, w) = {(B, h, w)} and u (B, d) = {(B, d)} agree with "
            "seqlib.attention.Attention(score='additive') on the grid read row by row")
 

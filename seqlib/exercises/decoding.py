@@ -26,11 +26,18 @@ Newton's method in the inverse temperature, in which it is convex.
 
 import math
 import numbers
+import operator
 
 import torch
 
 from seqlib.decoding import TableDecoder, beam_trace
-from seqlib.exercises.toolkit import ExerciseError, expect, passed, require_callable
+from seqlib.exercises.toolkit import (
+    expect,
+    name_mistake,
+    passed,
+    require_callable,
+    run_attempt,
+)
 
 STOP = 1  # the tables' ids: 0 <start> (never written), 1 <stop>, 2... words
 
@@ -94,20 +101,21 @@ def _show(pairs: list) -> str:
 def _compare(name: str, got: list, expected: list, hypotheses, log_p, where: str) -> None:
     """The same prefixes in the same order with the same scores, or a message saying how
     they differ."""
-    if [p for p, _ in got] == [p for p, _ in expected] and all(
-            abs(s - s_ref) < 1e-9 for (_, s), (_, s_ref) in zip(got, expected, strict=True)):
-        return
-    prefixes = [p for p, _ in hypotheses]
-    if name == "live" and got and all(p[:-1] in prefixes and abs(
+    right = [p for p, _ in got] == [p for p, _ in expected] and all(
+        abs(s - s_ref) < 1e-9 for (_, s), (_, s_ref) in zip(got, expected, strict=True))
+    if not right:
+        prefixes = [p for p, _ in hypotheses]
+        alone = name == "live" and bool(got) and all(p[:-1] in prefixes and abs(
             s - log_p[prefixes.index(p[:-1]), p[-1]].item()) < 1e-9 for p, s in got) \
-            and any(s != 0 for _, s in hypotheses):
-        raise ExerciseError(f"the scores of live are the last token's log-probabilities "
-                            f"alone: a score is the log-probability of the whole prefix, "
-                            f"score_i + log_p[i, y] {where}")
-    if sorted(p for p, _ in got) == sorted(p for p, _ in expected):
-        raise ExerciseError(f"{name} holds the right hypotheses in the wrong order: best "
-                            f"first. Got {_show(got)}, expected {_show(expected)} {where}")
-    raise ExerciseError(f"{name} should be {_show(expected)}, got {_show(got)} {where}")
+            and any(s != 0 for _, s in hypotheses)
+        expect(not alone, f"the scores of live are the last token's log-probabilities alone: a "
+                          f"score is the log-probability of the whole prefix, score_i + "
+                          f"log_p[i, y] {where}")
+        name_mistake(f"{name} holds the right hypotheses in the wrong order", sorted(
+            p for p, _ in got), [(sorted(p for p, _ in expected), f"best first. Got "
+                                  f"{_show(got)}, expected {_show(expected)} {where}")],
+            same=operator.eq)
+    expect(right, f"{name} should be {_show(expected)}, got {_show(got)} {where}")
 
 
 def check_beam_step(attempt) -> None:
@@ -120,32 +128,28 @@ def check_beam_step(attempt) -> None:
             log_p = torch.stack([decoder.probabilities(p) for p, _ in hypotheses]).log()
             where = (f"(step {t + 1} of a beam of K={K}, hypotheses {_show(hypotheses)}, "
                      f"V={log_p.shape[1]}, stop_id={STOP})")
-            result = attempt(list(hypotheses), log_p.clone(), K, STOP)
-            expect(isinstance(result, tuple) and len(result) == 2,
-                   f"beam_step should return a pair (live, finished), got "
-                   f"{type(result).__name__} {where}")
+            result = run_attempt(attempt, list(hypotheses), log_p.clone(), K, STOP,
+                                 what=f"beam_step {where}", returns=("live", "finished"))
             got_live = _pairs("live", result[0], where)
             got_finished = _pairs("finished", result[1], where)
             expect(len(got_live) <= K, f"live holds {len(got_live)} hypotheses, more than "
                                        f"K={K} {where}")
-            stopped = [p for p, _ in got_live if p and p[-1] == STOP]
-            if stopped:
-                raise ExerciseError(f"live holds {stopped[0]}, which ends in <stop>: a "
-                                    f"hypothesis ended by <stop> is finished or dropped, not "
-                                    f"kept live {where}")
+            for prefix, _ in got_live:
+                expect(not prefix or prefix[-1] != STOP,
+                       f"live holds {prefix}, which ends in <stop>: a hypothesis ended by "
+                       f"<stop> is finished or dropped, not kept live {where}")
             expect(all(math.isfinite(s) for _, s in got_live),
                    f"live holds an extension of probability 0 (score -inf) {where}")
-            finished_prefixes = {p for p, _ in finished}
-            extra = [p for p, _ in got_finished if p not in finished_prefixes]
-            if extra:
-                candidates = sorted((s + log_p[i, y].item(), p + (y,)) for i, (p, s)
-                                    in enumerate(hypotheses) for y in range(log_p.shape[1]))
-                ranked = [p for _, p in reversed(candidates)]
-                rank = ranked.index(extra[0] + (STOP,)) + 1 \
-                    if extra[0] + (STOP,) in ranked else None
-                raise ExerciseError(f"finished holds {extra[0]}, whose <stop> extension ranks "
-                                    f"{rank} of all the extensions: only a <stop> among the "
-                                    f"K={K} best finishes {where}")
+            candidates = sorted((s + log_p[i, y].item(), p + (y,)) for i, (p, s)
+                                in enumerate(hypotheses) for y in range(log_p.shape[1]))
+            ranked = [p for _, p in reversed(candidates)]  # every extension, best first
+            finishing = {p for p, _ in finished}
+            for prefix, _ in got_finished:
+                rank = ranked.index(prefix + (STOP,)) + 1 if prefix + (STOP,) in ranked \
+                    else None
+                expect(prefix in finishing,
+                       f"finished holds {prefix}, whose <stop> extension ranks {rank} of all "
+                       f"the extensions: only a <stop> among the K={K} best finishes {where}")
             _compare("live", got_live, live, hypotheses, log_p, where)
             _compare("finished", got_finished, finished, hypotheses, log_p, where)
             count += 1
@@ -191,17 +195,18 @@ def check_fit_temperature(attempt) -> None:
         targets = torch.multinomial(torch.softmax(true, -1), 1, generator=gen)[:, 0]  # (N,)
         logits = (scale * true).float()  # the model's logits: too sharp or too flat
         T_ref = best_temperature(logits, targets)
-        T = attempt(logits.clone(), targets.clone())
+        where = f"on {kind} predictions (logits {scale} times the true ones)"
+        T = run_attempt(attempt, logits.clone(), targets.clone(), what=f"fit_temperature {where}",
+                        grad=True)  # an attempt may fit T by gradient descent
         if isinstance(T, torch.Tensor) and T.numel() == 1:
             T = T.item()
         expect(isinstance(T, numbers.Real) and not isinstance(T, bool),
                f"fit_temperature should return a number, got {type(T).__name__}")
         T = float(T)
         expect(math.isfinite(T) and T > 0, f"the temperature must be a number > 0, got {T}")
-        where = f"on {kind} predictions (logits {scale} times the true ones)"
-        if abs(T * T_ref - 1) < 0.02 and abs(T - T_ref) > 0.02 * T_ref:
-            raise ExerciseError(f"got T = {T:.4f}, whose inverse is the best temperature "
-                                f"{T_ref:.4f} {where}: the logits are divided by T")
+        name_mistake(f"got T = {T:.4f} {where}", T, [(1 / T_ref, f"it is the inverse of the "
+                     f"best temperature {T_ref:.4f}: the logits are divided by T")],
+                     same=lambda got, wrong: abs(got / wrong - 1) < 0.02)
         nll, nll_ref = _nll(logits.double(), targets, T), _nll(logits.double(), targets, T_ref)
         expect(abs(T - T_ref) <= 2e-3 * T_ref or nll - nll_ref < 1e-7,
                f"got T = {T:.4f} with a mean NLL of {nll:.6f}; the best temperature is "

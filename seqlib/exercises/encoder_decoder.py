@@ -1,12 +1,14 @@
 """Checkers for the exercises of the encoder-decoder chapter (Section 7.4): greedy decoding
 written from the decoding protocol, model.start and model.step."""
 
+import operator
+
 import torch
 
 from seqlib.decoding import greedy
 from seqlib.exercises.toolkit import (
-    ExerciseError,
     expect,
+    name_mistake,
     passed,
     require_callable,
     run_attempt,
@@ -83,12 +85,11 @@ class _KeepFirstState(_FeedStart):
 
 def _as_lists(got, B: int, what: str) -> list:
     """The attempt's output as B lists of ints, or an ExerciseError saying what it is."""
-    if isinstance(got, torch.Tensor):
-        raise ExerciseError(f"{what} returned a tensor of shape {tuple(got.shape)}; return a "
-                            f"list of {B} lists of token ids, one per source sentence, each "
-                            f"as long as its translation (tensor.tolist() converts)")
+    given = f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else \
+        f"a {type(got).__name__}"
     expect(isinstance(got, (list, tuple)),
-           f"{what} returned a {type(got).__name__}; expected a list of {B} lists of ids")
+           f"{what} returned {given}; return a list of {B} lists of token ids, one per source "
+           f"sentence, each as long as its translation (tensor.tolist() converts a tensor)")
     expect(len(got) == B, f"{what} returned {len(got)} token lists for a batch of {B} source "
                           f"sentences: one list per sentence")
     lists = []
@@ -104,40 +105,42 @@ def _as_lists(got, B: int, what: str) -> list:
     return lists
 
 
-def _diagnose(name: str, model, src, src_mask, b: int, got: list, expected: list,
-              max_len: int) -> str:
-    """Why sentence b's tokens differ from greedy decoding's, as far as can be told."""
+def _check_sentence(name: str, model, src, src_mask, b: int, got: list, expected: list,
+                    max_len: int) -> None:
+    """Sentence b's tokens against greedy decoding's, saying why they differ as far as can
+    be told."""
+    if got == expected:
+        return
     where = f"{name}, max_len={max_len}, source sentence {b}"
-    if got == [START] + expected:
-        return (f"{where}: your tokens begin with <start> (id {START}); return only the tokens "
-                f"the decoder chose, without <start>")
-    if got == expected + [STOP]:
-        return (f"{where}: your tokens end with <stop> (id {STOP}); leave <stop> out, it only "
-                f"marks the end")
-    if STOP in got:
-        return (f"{where}: your tokens go on after <stop> (id {STOP}, at step "
-                f"{got.index(STOP) + 1}); a sentence ends when its decoder writes <stop>, "
-                f"even while other sentences of the batch go on")
-    if len(got) > max_len:
-        return f"{where}: {len(got)} tokens, more than max_len={max_len}"
     special = dict(start_id=START, stop_id=STOP, max_len=max_len)
-    for variant, message in [(_FeedStart(model), "each step must read the token chosen at the "
-                              "step before (<start> only at the first step)"),
-                             (_KeepFirstState(model), "pass on the state that model.step "
-                              "returns: each step continues from the state of the step before")]:
-        if greedy(variant, src, src_mask, **special)[b] == got:
-            return f"{where}: your tokens are {got}, expected {expected}: {message}"
-    if got == expected[:len(got)]:
-        return (f"{where}: your tokens stop after {len(got)} of the {len(expected)} expected "
-                f"({expected}): stop at <stop> or after max_len tokens, not before")
-    step = next((t for t, (a, e) in enumerate(zip(got, expected, strict=False))
-                 if a != e), None)
-    if step is None:
-        return (f"{where}: your tokens {got} go on past the expected {expected}: a sentence "
-                f"ends when its decoder writes <stop> or after max_len tokens")
-    return (f"{where}: your tokens {got} differ from the expected {expected} first at step "
-            f"{step + 1} (got {got[step]}, expected {expected[step]}): at every step take the "
-            f"most probable token, the argmax of the logits over the vocabulary")
+    feed_start, keep_state = (greedy(variant(model), src, src_mask, **special)[b]
+                              for variant in (_FeedStart, _KeepFirstState))
+    name_mistake(f"{where}: your tokens are {got}, expected {expected}", got, [
+        ([START] + expected, f"they begin with <start> (id {START}); return only the tokens "
+                             f"the decoder chose, without <start>"),
+        (expected + [STOP], f"they end with <stop> (id {STOP}); leave <stop> out, it only "
+                            f"marks the end"),
+        (feed_start, "each step must read the token chosen at the step before (<start> only "
+                     "at the first step)"),
+        (keep_state, "pass on the state that model.step returns: each step continues from "
+                     "the state of the step before")], same=operator.eq)
+    stop = got.index(STOP) + 1 if STOP in got else None  # the step that wrote <stop>
+    expect(stop is None, f"{where}: your tokens go on after <stop> (id {STOP}, at step {stop}); "
+                         f"a sentence ends when its decoder writes <stop>, even while other "
+                         f"sentences of the batch go on")
+    expect(len(got) <= max_len, f"{where}: {len(got)} tokens, more than max_len={max_len}")
+    expect(got != expected[:len(got)], f"{where}: your tokens stop after {len(got)} of the "
+                                       f"{len(expected)} expected ({expected}): stop at <stop> "
+                                       f"or after max_len tokens, not before")
+    step = next((t for t, (a, e) in enumerate(zip(got, expected, strict=False)) if a != e),
+                None)
+    expect(step is not None, f"{where}: your tokens {got} go on past the expected {expected}: "
+                             f"a sentence ends when its decoder writes <stop> or after max_len "
+                             f"tokens")
+    expect(got == expected, f"{where}: your tokens {got} differ from the expected {expected} "
+                            f"first at step {step + 1} (got {got[step]}, expected "
+                            f"{expected[step]}): at every step take the most probable token, "
+                            f"the argmax of the logits over the vocabulary")
 
 
 def check_greedy_decoding(attempt) -> None:
@@ -160,9 +163,7 @@ def check_greedy_decoding(attempt) -> None:
                               max_len, what=what)
             got = _as_lists(got, B, what)
             for b in range(B):
-                if got[b] != expected[b]:
-                    raise ExerciseError(_diagnose(name, model, src, src_mask, b, got[b],
-                                                  expected[b], max_len))
+                _check_sentence(name, model, src, src_mask, b, got[b], expected[b], max_len)
     passed("greedy decoding from model.start and model.step gives seqlib.decoding.greedy's "
            f"tokens for {B} source sentences, on Fig. 7.9 (b) and Fig. 7.10, with max_len 1, "
            "4 and 12")

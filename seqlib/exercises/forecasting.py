@@ -16,9 +16,11 @@ from seqlib.exercises.toolkit import (
     close,
     expect,
     expect_close,
+    expect_tensor,
     name_mistake,
     passed,
     require_callable,
+    run_attempt,
     seeded,
 )
 from seqlib.experiments.forecasting import Forecaster, ar_forecast
@@ -53,30 +55,26 @@ def check_companion(attempt) -> None:
                           0.8 * torch.rand(p, generator=generator, dtype=torch.float64) / p])
         c, a = coef[0], coef[1:]
         given = coef.clone()
-        out = attempt(given)
+        W_hh, b_h = run_attempt(attempt, given, what=f"companion(coef) for p = {p}",
+                                returns=("W_hh", "b_h"))
         expect(torch.equal(given, coef), "your function changed coef in place")
-        expect(isinstance(out, tuple) and len(out) == 2,
-               f"return a tuple (W_hh, b_h), got {type(out).__name__}")
-        W_hh, b_h = out
-        for name, got, shape in (("W_hh", W_hh, (p, p)), ("b_h", b_h, (p,))):
-            expect(isinstance(got, torch.Tensor),
-                   f"{name} should be a torch.Tensor, got {type(got).__name__}")
-            expect(tuple(got.shape) == shape,
-                   f"{name} has shape {tuple(got.shape)} for p = {p}, expected {shape}")
+        expect_tensor("W_hh", W_hh, (p, p), dims="(p, p)")
+        expect_tensor("b_h", b_h, (p,), dims="(p,)")
         W_hh, b_h = W_hh.double(), b_h.double()
         history = 10 + 3 * torch.randn(3, p + 4, generator=generator, dtype=torch.float64)
         expected = ar_forecast(coef, history, 8)  # (3, 8)
-        if close(_linear_forecast(W_hh, b_h, history, 8), expected, **TOL):
+        forecasts = _linear_forecast(W_hh, b_h, history, 8)
+        if close(forecasts, expected, **TOL):
             continue
         # Wrong forecasts: say which part of the unit is off.
-        if p > 1 and close(W_hh[0], a.flip(0), **TOL):
-            raise ExerciseError(f"p = {p}: row 0 of W_hh holds a_p, ..., a_1, the coefficients "
-                                "in reverse order; the state's first entry is x^<t>, which "
-                                "a_1 multiplies, so row 0 is (a_1, ..., a_p)")
-        if p > 1 and close(W_hh, _companion(coef)[0].T, **TOL):
-            raise ExerciseError(f"p = {p}: W_hh is the transpose of the companion matrix: row "
-                                "0 must hold (a_1, ..., a_p), the prediction, and rows 1 to "
-                                "p - 1 must shift the state down one place")
+        W_ref = _companion(coef)[0]
+        if p > 1:
+            name_mistake(f"p = {p}: row 0 of W_hh", W_hh[0], [(a.flip(0), "it holds a_p, ..., "
+                         "a_1, the coefficients in reverse order; the state's first entry is "
+                         "x^<t>, which a_1 multiplies, so row 0 is (a_1, ..., a_p)")], **TOL)
+            name_mistake(f"p = {p}", W_hh, [(W_ref.T, "W_hh is the transpose of the companion "
+                         "matrix: row 0 must hold (a_1, ..., a_p), the prediction, and rows 1 "
+                         "to p - 1 must shift the state down one place")], **TOL)
         expect(close(W_hh[0], a, **TOL), f"p = {p}: row 0 of W_hh should be (a_1, ..., a_p) = "
                f"{[round(v, 4) for v in a.tolist()]}, got "
                f"{[round(v, 4) for v in W_hh[0].tolist()]}: the first entry of the new state "
@@ -86,9 +84,11 @@ def check_companion(attempt) -> None:
         expect(close(b_h[1:], torch.zeros(p - 1), **TOL),
                f"p = {p}: b_h[1:] should be zero: only the new prediction gets the constant; "
                "the other entries are copies of older values")
-        raise ExerciseError(f"p = {p}: rows 1 to {p - 1} of W_hh should shift the state down "
-                            "one place, h_i^<t+1> = h_(i-1)^<t> (ones just below the "
-                            "diagonal, zeros elsewhere), so the state keeps the last p values")
+        expect(close(W_hh[1:], W_ref[1:], **TOL),
+               f"p = {p}: rows 1 to {p - 1} of W_hh should shift the state down one place, "
+               "h_i^<t+1> = h_(i-1)^<t> (ones just below the diagonal, zeros elsewhere), so "
+               "the state keeps the last p values")
+        expect_close(f"p = {p}: the forecasts of the unit", forecasts, expected, **TOL)
     passed("the companion matrix W_hh and b_h = (c, 0, ..., 0) run AR(p) as a linear "
            "recurrent unit; its fed-back forecasts equal forecasting.ar_forecast for "
            "p = 1, 2 and 5")
@@ -149,13 +149,11 @@ def check_feed_back(attempt) -> None:
         for horizon in (6, 1):
             with torch.no_grad():
                 expected = Forecaster.forecast(model, history, horizon, day)
-                got = attempt(model, history.clone(), horizon,
-                              None if day is None else day.clone())
-            expect(isinstance(got, torch.Tensor),
-                   f"return a tensor (B, horizon), got {type(got).__name__}")
-            expect(tuple(got.shape) == tuple(expected.shape),
-                   f"{what}: got shape {tuple(got.shape)} for 3 histories and horizon "
-                   f"{horizon}, expected {tuple(expected.shape)}")
+            got = run_attempt(attempt, model, history.clone(), horizon,
+                              None if day is None else day.clone(),
+                              what=f"{what}, horizon {horizon}")
+            expect_tensor(f"{what}, horizon {horizon}: the result", got, expected.shape,
+                          dims="(B, horizon)", why="one forecast per history and lead")
             got = got.detach().double()
             if close(got, expected, **TOL):
                 continue
@@ -177,11 +175,10 @@ def check_feed_back(attempt) -> None:
                        "values starts at day + T - model.warmup")
                 expect_close(f"{what}: the forecast at lead 1 (the last output of the "
                              "warm-up phase)", got[:, :1], expected[:, :1], atol=1e-8)
-            if period is not None:
-                raise ExerciseError(f"{what}: lead 1 is right but later leads are not, and "
-                                    "the same loop without a calendar was right: each fed-back "
-                                    "step must read the calendar of its own day; the forecast "
-                                    "of x^<T+k> enters the unit at day index day + T - 1 + k")
+            expect(period is None, f"{what}: lead 1 is right but later leads are not, and the "
+                                   "same loop without a calendar was right: each fed-back step "
+                                   "must read the calendar of its own day; the forecast of "
+                                   "x^<T+k> enters the unit at day index day + T - 1 + k")
             expect_close(f"{what}: the fed-back forecasts (lead 1 is right; check the value "
                          "fed back and the state carried over)", got, expected, atol=1e-8)
     passed("warm-up on the last model.warmup values, then each prediction fed back with the "

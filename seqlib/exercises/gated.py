@@ -4,13 +4,14 @@ import torch
 from torch import nn
 
 from seqlib.exercises.toolkit import (
-    ExerciseError,
     close,
     expect,
     expect_close,
+    expect_tensor,
     name_mistake,
     passed,
     require_callable,
+    run_attempt,
     seeded,
 )
 from seqlib.gated import LSTMCell
@@ -37,14 +38,10 @@ def _peephole_reference(cell, w_f, w_i, w_o, x, state, output_reads_new_c=True):
 
 def _step(attempt, x, state, cell, w_f, w_i, w_o, what):
     """Call the attempt and check the form of what it returns: (h, c), each (B, m~)."""
-    result = attempt(x, state, cell, w_f, w_i, w_o)
-    expect(isinstance(result, tuple) and len(result) == 2,
-           f"{what}: return the new state as a tuple (h, c), got {type(result).__name__}")
+    result = run_attempt(attempt, x, state, cell, w_f, w_i, w_o, what=what,
+                         returns=("h", "c"))
     for name, value in zip(("h", "c"), result, strict=True):
-        expect(isinstance(value, torch.Tensor),
-               f"{what}: {name} should be a torch.Tensor, got {type(value).__name__}")
-        expect(tuple(value.shape) == (B, M),
-               f"{what}: {name} has shape {tuple(value.shape)}, expected (B, m~) = {(B, M)}")
+        expect_tensor(f"{what}: {name}", value, (B, M), dims="(B, m~)")
     return result
 
 
@@ -72,15 +69,13 @@ def check_peephole_lstm(attempt) -> None:
         # 1. Without peepholes the step is the chapter's LSTM.
         h, c = _step(attempt, x, state, cell, zero, zero, zero, "with w_f = w_i = w_o = 0")
         h_ref, c_ref = cell(x, state)
-        if not close(c, c_ref, **TOL):
-            raise ExerciseError(
-                "with w_f = w_i = w_o = 0 the step must be the LSTM of (7.16)-(7.17) "
-                "(seqlib's LSTMCell), but c^<t> differs: check the gate blocks (block k of "
-                "W_hx, W_hh and b_h is cell.block(k, x, h), in the order i, f, c~, o)")
-        if not close(h, h_ref, **TOL):
-            raise ExerciseError(
-                "with w_f = w_i = w_o = 0, c^<t> matches the LSTM of (7.16)-(7.17) but h^<t> "
-                "does not: check the output gate (block 3) and h = g_o * S_Tanh(c^<t>)")
+        expect(close(c, c_ref, **TOL),
+               "with w_f = w_i = w_o = 0 the step must be the LSTM of (7.16)-(7.17) (seqlib's "
+               "LSTMCell), but c^<t> differs: check the gate blocks (block k of W_hx, W_hh and "
+               "b_h is cell.block(k, x, h), in the order i, f, c~, o)")
+        expect(close(h, h_ref, **TOL),
+               "with w_f = w_i = w_o = 0, c^<t> matches the LSTM of (7.16)-(7.17) but h^<t> "
+               "does not: check the output gate (block 3) and h = g_o * S_Tanh(c^<t>)")
 
         # 2. One peephole at a time: which gate looks wrong.
         for gate, where in (("f", "c^<t-1>"), ("i", "c^<t-1>")):
@@ -88,37 +83,31 @@ def check_peephole_lstm(attempt) -> None:
             h, c = _step(attempt, x, state, cell, ws["f"], ws["i"], ws["o"],
                          f"with only w_{gate} nonzero")
             h_ref, c_ref = _peephole_reference(cell, ws["f"], ws["i"], ws["o"], x, state)
-            if not close(c, c_ref, **TOL):
-                other = {"f": "i", "i": "f"}[gate]
-                swapped = {"f": zero, "i": zero, "o": zero, other: w[gate]}
-                _, c_swapped = _peephole_reference(cell, swapped["f"], swapped["i"], zero, x,
-                                                   state)
-                if close(c, c_swapped, **TOL):
-                    raise ExerciseError(
-                        f"with only w_{gate} nonzero, c^<t> is what w_{gate} gives in the "
-                        f"g_{other} gate: w_f belongs to the forget gate, w_i to the input gate")
-                raise ExerciseError(
-                    f"with only w_{gate} nonzero, c^<t> differs: check the peephole of g_{gate}, "
-                    f"which adds w_{gate} * {where} (element-wise) to the gate's "
-                    "pre-activation, inside the sigmoid")
-            if not close(h, h_ref, **TOL):
-                raise ExerciseError(f"with only w_{gate} nonzero, c^<t> matches but h^<t> does "
-                                    f"not: w_{gate} should change h only through c^<t>")
+            other = {"f": "i", "i": "f"}[gate]
+            swapped = {"f": zero, "i": zero, other: w[gate]}  # w_gate in the other gate
+            _, c_swapped = _peephole_reference(cell, swapped["f"], swapped["i"], zero, x, state)
+            name_mistake(f"with only w_{gate} nonzero, c^<t>", c, [(c_swapped, f"it is what "
+                         f"w_{gate} gives in the g_{other} gate: w_f belongs to the forget gate, "
+                         "w_i to the input gate")], **TOL)
+            expect(close(c, c_ref, **TOL),
+                   f"with only w_{gate} nonzero, c^<t> differs: check the peephole of g_{gate}, "
+                   f"which adds w_{gate} * {where} (element-wise) to the gate's "
+                   "pre-activation, inside the sigmoid")
+            expect(close(h, h_ref, **TOL), f"with only w_{gate} nonzero, c^<t> matches but "
+                                           f"h^<t> does not: w_{gate} should change h only "
+                                           "through c^<t>")
         h, c = _step(attempt, x, state, cell, zero, zero, w["o"], "with only w_o nonzero")
         h_ref, c_ref = _peephole_reference(cell, zero, zero, w["o"], x, state)
-        if not close(c, c_ref, **TOL):
-            raise ExerciseError("with only w_o nonzero, c^<t> differs: the output gate's peephole "
-                                "must not change the cell state, only g_o and h")
-        if not close(h, h_ref, **TOL):
-            h_old, _ = _peephole_reference(cell, zero, zero, w["o"], x, state,
-                                           output_reads_new_c=False)
-            if close(h, h_old, **TOL):
-                raise ExerciseError(
-                    "with only w_o nonzero, h^<t> is what you get when g_o looks at the old "
-                    "cell state c^<t-1>: the output gate reads the new one, c^<t>, computed "
-                    "first")
-            raise ExerciseError("with only w_o nonzero, c^<t> matches but h^<t> does not: the "
-                                "output gate adds w_o * c^<t> to its pre-activation")
+        expect(close(c, c_ref, **TOL), "with only w_o nonzero, c^<t> differs: the output gate's "
+                                       "peephole must not change the cell state, only g_o and h")
+        h_old, _ = _peephole_reference(cell, zero, zero, w["o"], x, state,
+                                       output_reads_new_c=False)
+        name_mistake("with only w_o nonzero, h^<t>", h, [(h_old, "it is what you get when g_o "
+                     "looks at the old cell state c^<t-1>: the output gate reads the new one, "
+                     "c^<t>, computed first")], **TOL)
+        expect(close(h, h_ref, **TOL), "with only w_o nonzero, c^<t> matches but h^<t> does "
+                                       "not: the output gate adds w_o * c^<t> to its "
+                                       "pre-activation")
 
         # 3. All three peepholes, over a few steps (the state carried).
         state_ref = state_att = state
@@ -185,14 +174,11 @@ def check_pytorch_gru(attempt) -> None:
         x = torch.randn(B, P, generator=generator, dtype=torch.float64)
         with torch.no_grad():
             expected = cell(x, h)
-            got = attempt(x, h, cell)
             right, mistakes = _torch_gru_variants(cell, x, h)
         assert close(right, expected, **TOL)  # the checker's own formula
         what = f"h' at step {t + 1}"
-        expect(isinstance(got, torch.Tensor),
-               f"{what} should be a torch.Tensor, got {type(got).__name__}")
-        expect(tuple(got.shape) == (B, M),
-               f"{what} has shape {tuple(got.shape)}, expected (B, m~) = {(B, M)}")
+        got = run_attempt(attempt, x, h, cell, what=what)
+        expect_tensor(what, got, (B, M), dims="(B, m~)")
         if not close(got, expected, **TOL):
             name_mistake(f"{what} differs from torch.nn.GRUCell", got, mistakes, **TOL)
             expect_close(what, got, expected, **TOL)

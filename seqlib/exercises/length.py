@@ -3,7 +3,14 @@
 import torch
 from torch import nn
 
-from seqlib.exercises.toolkit import ExerciseError, expect, passed, require_callable, seeded
+from seqlib.exercises.toolkit import (
+    expect,
+    expect_tensor,
+    passed,
+    require_callable,
+    run_attempt,
+    seeded,
+)
 from seqlib.experiments.length import greedy_reverse, reversal_batch
 from seqlib.lm import RecurrentLM
 
@@ -32,20 +39,15 @@ def check_stateful_reverse(reverse) -> None:
         x = reversal_batch(n, 6, symbols, torch.Generator().manual_seed(seed))[:, :n]
         expected = greedy_reverse(model, x, symbols)
         reading = _Reading(model)
-        with torch.no_grad():
-            got = reverse(reading, x, symbols)
-        expect(isinstance(got, torch.Tensor), f"reverse must return a tensor, got "
-               f"{type(got).__name__}")
-        expect(tuple(got.shape) == (6, n), f"reverse(model, x of shape {(6, n)}) has shape "
-               f"{tuple(got.shape)}, expected {(6, n)}: one answer token per symbol")
-        if sum(reading.reads) > 2 * n + 1:
-            raise ExerciseError(f"for n = {n} the model read {sum(reading.reads)} tokens in "
-                                f"calls of {reading.reads}, but [x, SEP] and the answer are "
-                                f"{2 * n + 1}: carry the state instead of reading the "
-                                f"prefix again")
-        wrong = (got != expected).any(0).nonzero()
-        if len(wrong):
-            raise ExerciseError(f"for n = {n} the answer differs from the greedy one first "
-                                f"at answer position {int(wrong[0]) + 1}: after [x, SEP], "
-                                f"feed back each most likely token with the state")
+        what = f"reverse(model, x of shape {(6, n)})"
+        got = run_attempt(reverse, reading, x, symbols, what=what)
+        expect_tensor(what, got, (6, n), why="one answer token per symbol")
+        expect(sum(reading.reads) <= 2 * n + 1,
+               f"for n = {n} the model read {sum(reading.reads)} tokens in calls of "
+               f"{reading.reads}, but [x, SEP] and the answer are {2 * n + 1}: carry the state "
+               f"instead of reading the prefix again")
+        wrong = ((got != expected).any(0).nonzero().flatten() + 1).tolist()  # from 1
+        expect(not wrong, f"for n = {n} the answer differs from the greedy one at answer "
+                          f"positions {wrong}: after [x, SEP], feed back each most likely "
+                          f"token with the state")
     passed("the answers agree with greedy decoding, each token read once, for n = 1, 4, 9")

@@ -1,10 +1,9 @@
 """The checker of the pretraining page's coding exercise."""
 
-import torch
-
 from seqlib.exercises.toolkit import (
-    ExerciseError,
     expect,
+    expect_close,
+    expect_tensor,
     passed,
     require_callable,
     run_attempt,
@@ -24,19 +23,18 @@ def check_lm_targets(attempt) -> None:
                ([[4, 5], [6, 7]], 6, "two sentences of one length")]
     for sentences, output_size, what in batches:
         ids, mask = pad_batch(sentences)
-        got = run_attempt(attempt, ids, mask, output_size, what=what)
-        expect(isinstance(got, tuple) and len(got) == 2,
-               f"{what}: return a pair (forward targets, backward targets), got "
-               f"{type(got).__name__}")
+        got = run_attempt(attempt, ids, mask, output_size, what=what,
+                          returns=("forward targets", "backward targets"))
         for name, g, e in zip(("forward", "backward"), got, lm_targets(ids, mask, output_size),
                               strict=True):
-            expect(isinstance(g, torch.Tensor) and tuple(g.shape) == tuple(e.shape),
-                   f"{what}: the {name} targets should be a tensor of shape "
-                   f"{tuple(e.shape)}, got {getattr(g, 'shape', type(g).__name__)}")
-            if not torch.equal(g.long(), e):
-                b, t = (g.long() != e).nonzero()[0].tolist()
-                hint = (": no word there: use -100" if e[b, t] == IGNORE else
-                        ": a rare word: <unk>, id 1" if e[b, t] == 1 else "")
-                raise ExerciseError(f"{what}: the {name} target of sentence {b}, position "
-                                    f"{t} is {int(g[b, t])}, expected {int(e[b, t])}{hint}")
+            expect_tensor(f"{what}: the {name} targets", g, e.shape, dims="(B, T)")
+            wrong = (g.long() != e).nonzero().tolist()
+            if wrong:  # name the first wrong target, where its expected value explains it
+                b, t = wrong[0]
+                right = int(e[b, t])
+                at = (f"{what}: the {name} target of sentence {b}, position {t} is "
+                      f"{int(g[b, t])}, expected {right}")
+                expect(right != IGNORE, f"{at}: no word there: use -100")
+                expect(right != 1, f"{at}: a rare word: <unk>, id 1")
+            expect_close(f"{what}: the {name} targets", g.long(), e, atol=0, rtol=0)
     passed("forward and backward targets, padding, sentence ends and rare words")

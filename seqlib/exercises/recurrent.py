@@ -19,13 +19,14 @@ from torch import nn
 
 from seqlib import bptt
 from seqlib.exercises.toolkit import (
-    ExerciseError,
     close,
     expect,
     expect_close,
+    expect_tensor,
     name_mistake,
     passed,
     require_callable,
+    run_attempt,
     seeded,
 )
 from seqlib.rnn import RNN
@@ -61,12 +62,9 @@ def check_rnn_forward(attempt: Callable) -> None:
         x = torch.randn(2, 6, rnn.input_size, generator=g, dtype=torch.float64)  # (B, T, p)
         with torch.no_grad():
             H_ref, h_n = rnn(x)  # (B, T, m), (1, B, m)
-            result = attempt(rnn, x)
         where = f"on an nn.RNN(input_size={rnn.input_size}, hidden_size={rnn.hidden_size}, " \
                 f"nonlinearity={rnn.nonlinearity!r})"
-        expect(isinstance(result, tuple) and len(result) == 2,
-               f"rnn_forward should return a tuple (H, h_T), got {type(result).__name__}")
-        H, h_T = result
+        H, h_T = run_attempt(attempt, rnn, x, what=f"rnn_forward {where}", returns=("H", "h_T"))
         if not close(H, H_ref, **TOL):
             W_hh, W_hx = rnn.weight_hh_l0.detach(), rnn.weight_ih_l0.detach()
             b_ih, b_hh = rnn.bias_ih_l0.detach(), rnn.bias_hh_l0.detach()
@@ -109,13 +107,14 @@ def check_sequence_loss(attempt: Callable) -> None:
         targets = torch.randint(0, q, (B, T), generator=g) * mask  # id 0 at the padding
         expected = bptt.sequence_loss(logits, targets, mask=mask)
         (grad_expected,) = torch.autograd.grad(expected, logits)
-        got = attempt(logits, targets, mask)
         where = f"for sequences of lengths {lengths} (T = {T})"
+        got = run_attempt(attempt, logits, targets, mask, what=f"sequence_loss {where}",
+                          grad=True)  # the loss is differentiated
         expect(isinstance(got, torch.Tensor),
                f"sequence_loss should return a tensor (keep it differentiable: no .item()), "
                f"got {type(got).__name__}")
-        expect(got.dim() == 0, f"sequence_loss should return a scalar, got shape "
-                               f"{tuple(got.shape)} {where}")
+        expect_tensor(f"the loss {where}", got, (), dims="a scalar")
+        what = f"the loss is {got.item():.6f} {where}, expected {expected.item():.6f}"
         if not close(got, expected, **TOL):
             C_t = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (B, T)
             real = mask.double()
@@ -134,9 +133,8 @@ def check_sequence_loss(attempt: Callable) -> None:
                 (((C_t * real).sum(1) / real.sum(1)).sum(), "it is the sum over the batch; "
                  "(7.4) for a batch is the mean over the B sequences"),
             ]
-            what = f"the loss is {got.item():.6f} {where}, expected {expected.item():.6f}"
             name_mistake(what, got, mistakes, **TOL)
-            raise ExerciseError(what)
+        expect(close(got, expected, **TOL), what)
         expect(got.requires_grad, "the loss does not depend on the logits through autograd: "
                                   "compute it with torch operations (no .item(), no numpy)")
         (grad,) = torch.autograd.grad(got, logits)
@@ -196,8 +194,9 @@ def check_truncated_bptt(attempt: Callable) -> None:
     for k in (4, 1, 11):
         expected = bptt.bptt(rnn, x, targets, truncate=k).grads
         rnn.zero_grad(set_to_none=True)
-        got = attempt(rnn, x, targets, k)
         where = f"with T = 11 and k = {k}"
+        got = run_attempt(attempt, rnn, x, targets, k, what=f"truncated_bptt {where}",
+                          grad=True)  # the attempt computes gradients
         expect(isinstance(got, dict), f"truncated_bptt should return a dict name -> gradient, "
                                       f"got {type(got).__name__}")
         expect(sorted(got) == sorted(names), f"the gradients should be keyed by the names of "
@@ -205,7 +204,8 @@ def check_truncated_bptt(attempt: Callable) -> None:
         expect(all(torch.equal(p.detach(), before[n]) for n, p in rnn.named_parameters()),
                "the parameters of rnn changed: compute the gradients only (no optimizer step)")
         if all(close(got[n], expected[n], **GRADIENTS) for n in names):
-            again = attempt(rnn, x, targets, k)
+            again = run_attempt(attempt, rnn, x, targets, k, what=f"truncated_bptt {where}, "
+                                "called again", grad=True)
             expect(isinstance(again, dict) and all(close(again.get(n), expected[n],
                                                          **GRADIENTS) for n in names),
                    f"a second call {where} returned other gradients: start every call from "

@@ -1,15 +1,18 @@
 """Checkers for the exercises of the page on attention score functions."""
 
+import operator
+
 import torch
 
 from seqlib.attention import Attention
 from seqlib.exercises.toolkit import (
-    ExerciseError,
     close,
     expect_close,
+    expect_tensor,
     name_mistake,
     passed,
     require_callable,
+    run_attempt,
 )
 
 TOL = dict(atol=1e-10, rtol=1e-10)  # float64 scores: round-off only
@@ -28,12 +31,14 @@ def check_additive_scores(scores) -> None:
         keys = torch.randn(B, T_in, m_k, generator=gen, dtype=torch.float64)
         W_sa, W_sb, w_s = (reference.W_sa.detach(), reference.W_sb.detach(),
                            reference.w_s.detach())
-        got = scores(queries, keys, W_sa, W_sb, w_s)
-        expected = reference.scores(queries, keys).detach()
-        if isinstance(got, torch.Tensor) and T_in != T_out and got.shape == (B, T_in, T_out):
-            raise ExerciseError(f"scores have shape {tuple(got.shape)}, expected "
-                                f"{(B, T_out, T_in)}: query t and key tau are swapped")
         what = f"scores for B={B}, T_out={T_out}, T_in={T_in}"
+        got = run_attempt(scores, queries, keys, W_sa, W_sb, w_s, what=what)
+        expected = reference.scores(queries, keys).detach()
+        expect_tensor(what, got)
+        if T_in != T_out:  # else the shape cannot tell
+            name_mistake(f"{what}: the scores have shape {tuple(got.shape)}, expected "
+                         f"{(B, T_out, T_in)}", tuple(got.shape), [((B, T_in, T_out), "query t "
+                         "and key tau are swapped")], same=operator.eq)
         if not close(got, expected, **TOL):
             no_tanh = ((queries @ W_sa.T)[:, :, None] + (keys @ W_sb.T)[:, None]) @ w_s
             name_mistake(what, got, [(no_tanh, "these are the scores without the tanh"),

@@ -6,10 +6,10 @@ import math
 import torch
 
 from seqlib.exercises.toolkit import (
-    ExerciseError,
     close,
     expect,
     expect_close,
+    expect_tensor,
     name_mistake,
     passed,
     require_callable,
@@ -88,14 +88,8 @@ MISTAKES = [
 
 def _call(attempt, inputs: dict, causal: bool, what: str) -> tuple:
     args = [inputs[k].clone() for k in ("x", "W_q", "W_k", "W_v", "W_c")]
-    out = run_attempt(attempt, *args, H, what=what, causal=causal)
-    expect(isinstance(out, tuple) and len(out) == 2,
-           f"{what}: return the pair (u, alpha): outputs (B, T, p) and weights (B, H, T, T); "
-           f"got {type(out).__name__}")
-    for name, value in zip(("u", "alpha"), out, strict=True):
-        expect(isinstance(value, torch.Tensor),
-               f"{what}: {name} should be a torch.Tensor, got {type(value).__name__}")
-    return out
+    return run_attempt(attempt, *args, H, what=what, causal=causal,
+                       returns=("u (B, T, p)", "alpha (B, H, T, T)"))
 
 
 def check_multi_head_attention(attempt) -> None:
@@ -113,11 +107,9 @@ def check_multi_head_attention(attempt) -> None:
         what = "causal" if causal else "non-causal"
         u, alpha = _call(attempt, inputs, causal, what)
         u_ref, alpha_ref = _reference(inputs, causal)
-        if tuple(alpha.shape) != (B, H, T, T):
-            raise ExerciseError(f"{what}: alpha has shape {tuple(alpha.shape)}, expected "
-                                f"(B, H, T, T) = {(B, H, T, T)}: one T x T matrix per head")
-        expect(tuple(u.shape) == (B, T, P),
-               f"{what}: u has shape {tuple(u.shape)}, expected (B, T, p) = {(B, T, P)}")
+        expect_tensor(f"{what}: alpha", alpha, (B, H, T, T), dims="(B, H, T, T)",
+                      why="one T x T matrix per head")
+        expect_tensor(f"{what}: u", u, (B, T, P), dims="(B, T, p)")
         if not close(alpha, alpha_ref) or not close(u, u_ref):
             mistakes = MISTAKES + ([(dict(future=True), "the causal mask hides the past: "
                                     "query t may see the keys tau <= t and no later one")]
@@ -125,14 +117,14 @@ def check_multi_head_attention(attempt) -> None:
             name_mistake(what, (u, alpha), ((_variant(inputs, causal, **change), message)
                                             for change, message in mistakes),
                          same=lambda got, wrong: all(map(close, got, wrong)))
-            if causal and close(u, _reference(inputs, False)[0]):
-                raise ExerciseError(f"{what}: the outputs are the non-causal ones: with "
-                                    f"causal=True, give the scores of the keys tau > t the "
-                                    f"value -inf before the softmax, (7.27)")
+            if causal:
+                name_mistake(what, u, [(_reference(inputs, False)[0], "the outputs are the "
+                             "non-causal ones: with causal=True, give the scores of the keys "
+                             "tau > t the value -inf before the softmax, (7.27)")])
             expect_close(f"{what}: alpha (B, H, T, T)", alpha, alpha_ref)
-            raise ExerciseError(f"{what}: the weights are right but the outputs u are not: "
+        expect(close(u, u_ref), f"{what}: the weights are right but the outputs u are not: "
                                 "u^<t> = sum_h W_c^h u^{h,<t>}, (7.26), that is the heads' "
-                                f"outputs side by side, (B, T, H m_v), times W_c^T")
+                                "outputs side by side, (B, T, H m_v), times W_c^T")
     passed(f"multi-head self-attention (7.25)-(7.26) from the stacked matrices equals "
            f"seqlib's MultiHeadAttention, non-causal and causal (p={P}, H={H}, m={M}, "
            f"m_v={M_V})")

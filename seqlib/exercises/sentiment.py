@@ -17,9 +17,11 @@ from seqlib.exercises.toolkit import (
     close,
     expect,
     expect_close,
+    expect_tensor,
     name_mistake,
     passed,
     require_callable,
+    run_attempt,
     seeded,
 )
 from seqlib.gated import GRU, LSTM
@@ -52,16 +54,13 @@ def check_masked_mean(attempt) -> None:
         generator = torch.Generator().manual_seed(0)
         z, mask, lengths = _padded_batch(3, T, generator)
         given_z, given_mask = z.clone(), mask.clone()
-        got = attempt(given_z, given_mask)
+        what = f"the masked mean (z padded to T = {T})"
+        got = run_attempt(attempt, given_z, given_mask, what=what)
         expect(torch.equal(given_z, z) and torch.equal(given_mask, mask),
                "your function changed z or mask in place")
         expected = (z * mask[..., None]).sum(1) / lengths[:, None]  # (B, d)
-        expect(isinstance(got, torch.Tensor),
-               f"return a tensor (B, d), got {type(got).__name__}")
-        expect(tuple(got.shape) == tuple(expected.shape),
-               f"got shape {tuple(got.shape)} for z of shape {tuple(z.shape)}, expected "
-               f"{tuple(expected.shape)}: one vector per sentence")
-        what = f"the masked mean (z padded to T = {T})"
+        expect_tensor(f"{what}: the result", got, expected.shape, dims="(B, d)",
+                      why="one vector per sentence")
         if not close(got, expected, **TOL):
             name_mistake(what, got, [
                 (z.mean(1), "you averaged over every position, padding included: leave the "
@@ -102,14 +101,12 @@ def check_bidirectional_ends(attempt) -> None:
             with torch.no_grad():
                 H_f = forward_unit(x)[0]  # (B, T, m~)
                 H_r = reverse_unit(reverse_padded(x, lengths))[0]  # (B, T, m~)
-                got = attempt(forward_unit, reverse_unit, x.clone(), mask.clone())
             h_f, h_r = H_f[last], H_r[last]  # h_f^<T_i>, h_r^<1>: (B, m~) each
             what = f"{name} units, a batch padded to T = {T}"
-            expect(isinstance(got, torch.Tensor),
-                   f"return a tensor (B, 2 m~), got {type(got).__name__}")
-            expect(tuple(got.shape) == (len(lengths), 2 * m),
-                   f"{what}: got shape {tuple(got.shape)}, expected {(len(lengths), 2 * m)}: "
-                   "[h_f^<T_i>; h_r^<1>] for each sentence")
+            got = run_attempt(attempt, forward_unit, reverse_unit, x.clone(), mask.clone(),
+                              what=what)
+            expect_tensor(f"{what}: the result", got, (len(lengths), 2 * m), dims="(B, 2 m~)",
+                          why="[h_f^<T_i>; h_r^<1>] for each sentence")
             got = got.detach().double()
             if close(got, torch.cat([h_f, h_r], dim=-1), **TOL):
                 continue

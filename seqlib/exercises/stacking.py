@@ -4,13 +4,14 @@ import torch
 from torch import nn
 
 from seqlib.exercises.toolkit import (
-    ExerciseError,
     close,
     expect,
     expect_close,
+    expect_tensor,
     name_mistake,
     passed,
     require_callable,
+    run_attempt,
     seeded,
 )
 
@@ -63,35 +64,24 @@ def check_bidirectional(attempt) -> None:
         x_before = x.clone()
         with torch.no_grad():
             expected, expected_h = ref(x)
-            result = attempt(forward, reverse, x)
+        output, h_n = run_attempt(attempt, forward, reverse, x, what=name,
+                                  returns=("output", "h_n"))
         expect(torch.equal(x, x_before), f"{name}: your function changed its input x in place")
-        expect(isinstance(result, tuple) and len(result) == 2,
-               f"{name}: return a tuple (output, h_n), got {type(result).__name__}")
-        output, h_n = result
-        expect(isinstance(output, torch.Tensor),
-               f"{name}: output should be a torch.Tensor, got {type(output).__name__}")
-        expect(tuple(output.shape) == (B, T, 2 * M),
-               f"{name}: output has shape {tuple(output.shape)}, expected (B, T, 2 m) = "
-               f"{(B, T, 2 * M)}: [h_f^<t>; h_r^<t>] at every step")
+        expect_tensor(f"{name}: output", output, (B, T, 2 * M), dims="(B, T, 2 m)",
+                      why="[h_f^<t>; h_r^<t>] at every step")
         if not close(output, expected, **TOL):
             _explain_output(output.detach(), expected, x, reverse, name)
             expect_close(f"{name}: output", output, expected, **TOL)
-        expect(isinstance(h_n, torch.Tensor),
-               f"{name}: h_n should be a torch.Tensor, got {type(h_n).__name__}")
-        expect(tuple(h_n.shape) == (2, B, M),
-               f"{name}: h_n has shape {tuple(h_n.shape)}, expected (2, B, m) = {(2, B, M)}: "
-               "the final forward state, then the final reverse state")
-        if not close(h_n[0], expected_h[0], **TOL):
-            raise ExerciseError(f"{name}: h_n[0] should be the forward module's final state, "
-                                "h_f^<T>, its state after reading x^<T>")
-        if not close(h_n[1], expected_h[1], **TOL):
-            name_mistake(name, h_n[1], [(expected[:, -1, M:], "h_n[1] is output[:, -1, m:], "
-                                         "h_r^<T>, the reverse state after reading one input; "
-                                         "the reverse module's final state is h_r^<1>, after "
-                                         "it has read the whole sequence (output[:, 0, m:])")],
-                         **TOL)
-            raise ExerciseError(f"{name}: h_n[1] should be the reverse module's final state, "
-                                "h_r^<1>")
+        expect_tensor(f"{name}: h_n", h_n, (2, B, M), dims="(2, B, m)",
+                      why="the final forward state, then the final reverse state")
+        expect(close(h_n[0], expected_h[0], **TOL), f"{name}: h_n[0] should be the forward "
+               "module's final state, h_f^<T>, its state after reading x^<T>")
+        name_mistake(name, h_n[1], [(expected[:, -1, M:], "h_n[1] is output[:, -1, m:], "
+                                     "h_r^<T>, the reverse state after reading one input; the "
+                                     "reverse module's final state is h_r^<1>, after it has "
+                                     "read the whole sequence (output[:, 0, m:])")], **TOL)
+        expect(close(h_n[1], expected_h[1], **TOL),
+               f"{name}: h_n[1] should be the reverse module's final state, h_r^<1>")
     passed("a bidirectional layer from two unidirectional ones equals torch.nn.RNN and "
            "torch.nn.GRU with bidirectional=True: outputs [h_f; h_r] and final states")
 
@@ -104,12 +94,12 @@ def _explain_output(output, expected, x, reverse, name) -> None:
     swapped = expected.roll(M, dims=-1)  # [h_r^<t>; h_f^<t>]
     name_mistake(name, output, [(swapped, "the two halves are swapped: step t must hold "
                                  "[h_f^<t>; h_r^<t>]")], **TOL)
-    if forward_ok and not reverse_ok:
+    if forward_ok:
         what = f"{name}: the forward half (output[..., :m]) matches but the reverse half does not"
         name_mistake(what, output[..., M:], _reverse_mistakes(x, reverse, expected[..., M:]),
                      **TOL)
-        raise ExerciseError(f"{what}: check how the reverse module reads the sequence")
-    if reverse_ok and not forward_ok:
-        raise ExerciseError(f"{name}: the reverse half matches but the forward half "
-                            "(output[..., :m]) does not: it is the forward module's states on "
-                            "x, in time order")
+        expect(reverse_ok, f"{what}: check how the reverse module reads the sequence")
+    if reverse_ok:
+        expect(forward_ok, f"{name}: the reverse half matches but the forward half "
+                           "(output[..., :m]) does not: it is the forward module's states on "
+                           "x, in time order")

@@ -3,7 +3,7 @@
 from collections import Counter
 from itertools import pairwise
 
-from seqlib.exercises.toolkit import ExerciseError, expect, passed, require_callable
+from seqlib.exercises.toolkit import expect, passed, require_callable, run_attempt
 from seqlib.experiments.bpe import BPE, learn_merges, merge_pair
 
 # Small corpora that tell learners' mistakes apart: the course's example (ties at the first
@@ -24,17 +24,17 @@ def check_bpe_encoder(encode_word) -> None:
         merges = learn_merges(corpus, 8, end_of_word=None)
         reference = BPE(merges, end_of_word=None)
         for word in [*corpus, *WORDS]:
-            got, expected = encode_word(list(merges), word), reference.encode_word(word)
+            call = f"encode_word(merges, {word!r})"
+            got = run_attempt(encode_word, list(merges), word, what=call)
+            expected = reference.encode_word(word)
             expect(isinstance(got, list) and all(isinstance(s, str) for s in got),
-                   f"encode_word(merges, {word!r}) should return a list of str, got {got!r}")
-            if got == expected:
-                continue
-            hint = ("the symbols do not spell the word: each merge joins two neighbours"
-                    if "".join(got) != word else
-                    "apply the merge learned first among the pairs present, not the leftmost "
-                    "pair or the pair that comes first in the word")
-            raise ExerciseError(f"with merges {merges}, encode_word(merges, {word!r}) returned "
-                                f"{got}, expected {expected}: {hint}")
+                   f"{call} should return a list of str, got {got!r}")
+            wrong = f"with merges {merges}, {call} returned {got}, expected {expected}"
+            expect("".join(got) == word, f"{wrong}: the symbols do not spell the word: each "
+                                         "merge joins two neighbours")
+            expect(got == expected, f"{wrong}: apply the merge learned first among the pairs "
+                                    "present, not the leftmost pair or the pair that comes "
+                                    "first in the word")
     passed("encode_word applies the merges by rank, on 3 corpora and "
            f"{sum(len(c) for c in CORPORA) + 3 * len(WORDS)} words")
 
@@ -47,7 +47,7 @@ def check_bpe_learner(learn) -> None:
     require_callable(learn, "learn(word_counts, n) -> merges", name="learn")
     for corpus in CORPORA:
         for n in (1, 3, 6):
-            got = learn(Counter(corpus), n)
+            got = run_attempt(learn, Counter(corpus), n, what=f"learn({dict(corpus)}, {n})")
             expect(isinstance(got, list), f"learn(...) should return a list of pairs, got "
                                           f"{type(got).__name__}")
             expected = len(learn_merges(corpus, n, end_of_word=None))
@@ -63,11 +63,10 @@ def check_bpe_learner(learn) -> None:
                         counts[p] += count
                 best, top = counts.most_common(1)[0]
                 a, b = pair
-                if counts[a, b] < top:
-                    raise ExerciseError(
-                        f"learn({dict(corpus)}, {n}): merge {k + 1} is {(a, b)}, seen "
-                        f"{counts[a, b]} times at that point, but {best} is seen {top} times "
-                        "(every neighbouring pair of every word, times the word's count, "
-                        "in the words as the earlier merges left them)")
+                expect(counts[a, b] >= top,
+                       f"learn({dict(corpus)}, {n}): merge {k + 1} is {(a, b)}, seen "
+                       f"{counts[a, b]} times at that point, but {best} is seen {top} times "
+                       "(every neighbouring pair of every word, times the word's count, in "
+                       "the words as the earlier merges left them)")
                 symbols = {word: merge_pair(s, (a, b)) for word, s in symbols.items()}
     passed("every merge of learn is a most frequent pair, on 3 corpora")

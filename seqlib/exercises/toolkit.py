@@ -1,6 +1,8 @@
-"""What every checker of seqlib.exercises shares: the error it raises, closeness with a
-stated tolerance, the check that an attempt can be called, the one format of a likely
-mistake, a random state of its own, and the line printed on success.
+"""What every checker of seqlib.exercises shares: the error it raises, the call of an
+attempt (`run_attempt`: its errors and the form of what it returns), closeness with a stated
+tolerance, the check of a tensor's type and shape, the check that an attempt can be called,
+the one format of a likely mistake, a random state of its own, and the line printed on
+success.
 
 A likely mistake is a pair (wrong answer, message): the answer an attempt with that mistake
 gives, and what to say when an attempt gives it. A checker lists them, most telling first,
@@ -10,7 +12,7 @@ attempt matches.
 
 import reprlib
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import torch
 
@@ -33,14 +35,23 @@ def close(got, expected: torch.Tensor, *, atol: float = 1e-5, rtol: float = 1e-4
                                atol=atol))
 
 
+def expect_tensor(name: str, got, shape=None, *, dims: str = "", why: str = "") -> None:
+    """Check that `got` is a torch.Tensor and, where `shape` is given, of that shape; the
+    message names `name`, what was given and what was expected: the shape, after `dims`
+    (the shape in the book's symbols, such as "(B, T, p)") where given, then `why`."""
+    expect(isinstance(got, torch.Tensor),
+           f"{name} should be a torch.Tensor, got {type(got).__name__}")
+    if shape is not None:
+        expected = f"{dims} = {tuple(shape)}" if dims else f"{tuple(shape)}"
+        expect(tuple(got.shape) == tuple(shape), f"{name} has shape {tuple(got.shape)}, "
+               f"expected {expected}" + (f": {why}" if why else ""))
+
+
 def expect_close(name: str, got, expected: torch.Tensor, *, atol: float = 1e-5,
                  rtol: float = 1e-4) -> None:
     """Check that `got` is close to `expected` (`close`); the message names `name`, the
-    shapes, or the largest difference and where it is."""
-    expect(isinstance(got, torch.Tensor),
-           f"{name} should be a torch.Tensor, got {type(got).__name__}")
-    expect(tuple(got.shape) == tuple(expected.shape),
-           f"{name} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}")
+    type or shape (`expect_tensor`), or the largest difference and where it is."""
+    expect_tensor(name, got, expected.shape)
     expect(bool(torch.isfinite(got).all()), f"{name} holds NaN or infinite values")
     if not close(got, expected, atol=atol, rtol=rtol):
         got, expected = got.detach().double(), expected.detach().double()
@@ -85,17 +96,27 @@ def seeded(seed: int):
         torch.random.set_rng_state(state)
 
 
-def run_attempt(attempt, *args, what: str, **kwargs):
-    """attempt(*args, **kwargs) without gradients; an error it raises becomes an ExerciseError
-    that names `what` and the error (an ExerciseError it raises passes unchanged)."""
+def run_attempt(attempt, *args, what: str, returns: tuple = (), grad: bool = False,
+                **kwargs):
+    """attempt(*args, **kwargs), without gradients unless `grad` (then with autograd as the
+    caller has it: for an attempt that computes gradients or whose result is differentiated);
+    an error it raises becomes an ExerciseError that names `what` and the error (an
+    ExerciseError it raises passes unchanged). Given `returns`, the names of what the attempt
+    returns, such as ("u", "alpha"), the result must be a tuple of as many."""
     try:
-        with torch.no_grad():
-            return attempt(*args, **kwargs)
+        with nullcontext() if grad else torch.no_grad():
+            result = attempt(*args, **kwargs)
     except ExerciseError:
         raise
     except Exception as error:
         raise ExerciseError(f"{what}: your function raised {type(error).__name__}: "
                             f"{error}") from error
+    if returns:
+        given = f"a tuple of {len(result)}" if isinstance(result, tuple) else \
+            type(result).__name__
+        expect(isinstance(result, tuple) and len(result) == len(returns),
+               f"{what}: return a tuple ({', '.join(returns)}), got {given}")
+    return result
 
 
 def passed(what: str) -> None:

@@ -10,9 +10,11 @@ from seqlib.exercises.toolkit import (
     close,
     expect,
     expect_close,
+    expect_tensor,
     name_mistake,
     passed,
     require_callable,
+    run_attempt,
     seeded,
 )
 from seqlib.transformer import TransformerBlock
@@ -27,7 +29,7 @@ def check_rms_norm(RMSNorm) -> None:
     outputs and gradients."""
     require_callable(RMSNorm, "RMSNorm(p, eps=1e-5) -> nn.Module", name="RMSNorm")
     p = 8
-    norm = RMSNorm(p)
+    norm = run_attempt(RMSNorm, p, what=f"RMSNorm({p})")
     expect(isinstance(norm, nn.Module),
            f"RMSNorm(p) should build an nn.Module, got {type(norm).__name__}")
     gamma = getattr(norm, "gamma", None)
@@ -49,7 +51,7 @@ def check_rms_norm(RMSNorm) -> None:
     z = 3 * torch.randn(2, 5, p, generator=gen) + 2  # (B, T, p), means far from 0
     small = 1e-3 * torch.randn(4, p, generator=gen)  # (N, p): sizes where eps matters
     for name, x in [("z of shape (2, 5, 8)", z), ("a small z of shape (4, 8)", small)]:
-        got, expected = norm(x), reference(x)
+        got, expected = run_attempt(norm, x, what=f"RMSNorm({name})"), reference(x)
         if not close(got, expected, **SLIPS):
             name_mistake(f"RMSNorm({name})", got, _rms_slips(x, gamma.detach()), **SLIPS)
         expect_close(f"RMSNorm({name})", got, expected)
@@ -57,7 +59,7 @@ def check_rms_norm(RMSNorm) -> None:
     z_attempt = z.clone().requires_grad_()
     z_reference = z.clone().requires_grad_()
     target = torch.randn(2, 5, p, generator=gen)
-    out = norm(z_attempt)
+    out = run_attempt(norm, z_attempt, what="RMSNorm(z) with gradients", grad=True)  # (B, T, p)
     no_gradient = ("no gradient reached z or gamma: build the output from z and gamma with "
                    "torch operations (no .detach(), .item() or .numpy())")
     expect(out.requires_grad, no_gradient)
@@ -124,13 +126,8 @@ def check_pre_norm_block(pre_norm_block) -> None:
                             "block.norm2")
 
     block.forward = refuse
-    with torch.no_grad():
-        got = pre_norm_block(block, a_in)
-    expect(isinstance(got, torch.Tensor),
-           f"pre_norm_block should return a torch.Tensor, got {type(got).__name__}")
-    expect(tuple(got.shape) == tuple(expected.shape),
-           f"pre_norm_block returned shape {tuple(got.shape)}, expected (B, T, p) = "
-           f"{tuple(expected.shape)}")
+    got = run_attempt(pre_norm_block, block, a_in, what="pre_norm_block(block, a_in)")
+    expect_tensor("pre_norm_block(block, a_in)", got, expected.shape, dims="(B, T, p)")
     if not close(got, expected, **SLIPS):
         name_mistake("a_out", got, slips, **SLIPS)
     expect_close("a_out", got, expected)

@@ -6,11 +6,12 @@ import torch.nn.functional as F
 
 from seqlib.exercises.toolkit import (
     close,
-    expect,
     expect_close,
+    expect_tensor,
     name_mistake,
     passed,
     require_callable,
+    run_attempt,
     seeded,
 )
 from seqlib.text import pad_batch
@@ -84,12 +85,11 @@ def check_sequence_log_prob(sequence_log_prob) -> None:
                      "start_id) -> (B,)", name="sequence_log_prob")
     model, src, src_mask, tgt = _model_and_batch()
     expected = _step_by_step(model, src, src_mask, tgt)
-    got = sequence_log_prob(model, src.clone(), src_mask.clone(), tgt.clone(), START)
-    expect(isinstance(got, torch.Tensor),
-           f"sequence_log_prob should return a torch.Tensor, got {type(got).__name__}")
-    expect(tuple(got.shape) == (len(tgt),),
-           f"sequence_log_prob returned shape {tuple(got.shape)}, expected (B,) = "
-           f"({len(tgt)},): one log-probability per sentence")
+    got = run_attempt(sequence_log_prob, model, src.clone(), src_mask.clone(), tgt.clone(),
+                      START, what="sequence_log_prob on 3 padded sentences",
+                      grad=True)  # with autograd, as on the page
+    expect_tensor("sequence_log_prob's result", got, (len(tgt),), dims="(B,)",
+                  why="one log-probability per sentence")
     got = got.detach().double()
     if not close(got, expected, **SLIPS):
         name_mistake("the log-probabilities", got, _slips(model, src, src_mask, tgt), **SLIPS)

@@ -2,7 +2,16 @@
 
 import torch
 
-from seqlib.exercises.toolkit import ExerciseError, close, expect_close, passed, require_callable
+from seqlib.exercises.toolkit import (
+    close,
+    expect,
+    expect_close,
+    expect_tensor,
+    name_mistake,
+    passed,
+    require_callable,
+    run_attempt,
+)
 
 TOL = dict(atol=1e-8, rtol=1e-5)  # float64 windows (torch.allclose's defaults)
 
@@ -21,17 +30,15 @@ def check_window_features(window_features) -> None:
     gen = torch.Generator().manual_seed(0)
     for B, T, E, k in [(1, 1, 2, 1), (2, 5, 3, 2), (3, 4, 2, 6)]:
         x = torch.randn(B, T, E, generator=gen, dtype=torch.float64)
-        got, expected = window_features(x, k), _reference(x, k)
-        if (k > 1 and isinstance(got, torch.Tensor) and got.shape == expected.shape
-                and not close(got, expected, **TOL)):
+        what = f"window_features(x of shape {(B, T, E)}, k={k})"
+        got, expected = run_attempt(window_features, x, k, what=what), _reference(x, k)
+        expect_tensor(what, got, expected.shape)
+        if k > 1 and not close(got, expected, **TOL):
             newest_first = torch.cat(expected.split(E, dim=-1)[::-1], dim=-1)
-            if close(got, newest_first, **TOL):
-                raise ExerciseError(f"for k = {k} the window is newest first: put "
-                                    f"x^<t-k+1> first and x^<t> last")
-            if close(got[:, k - 1:], expected[:, k - 1:], **TOL):
-                raise ExerciseError(f"for k = {k} the full windows are right but the first "
-                                    f"{k - 1} are not: before the first step the window "
-                                    f"holds zero vectors")
-        expect_close(f"window_features(x of shape {(B, T, E)}, k={k})", got, expected,
-                     atol=1e-12, rtol=0)
+            name_mistake(f"for k = {k}", got, [(newest_first, "the window is newest first: put "
+                                                "x^<t-k+1> first and x^<t> last")], **TOL)
+            expect(not close(got[:, k - 1:], expected[:, k - 1:], **TOL),
+                   f"for k = {k} the full windows are right but the first {k - 1} are not: "
+                   f"before the first step the window holds zero vectors")
+        expect_close(what, got, expected, atol=1e-12, rtol=0)
     passed("the windows agree, zero vectors before the start, on 3 shapes")
