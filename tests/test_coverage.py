@@ -143,7 +143,7 @@ def test_every_equation_is_followed_by_the_code_that_runs_it(number):
 
 CHECKED = [(number, eq) for number, eq in DATA["equations"].items()] + [
     (item["id"], item) for item in DATA["numbers"] if item["check"] is not None]
-CODE_LIKE = re.compile(r"\bassert\b|==|allclose\(|assert_close\(|\bcheck\(|\.item\(\)|"
+CODE_LIKE = re.compile(r"\bassert\b|\bclaim\(|==|allclose\(|assert_close\(|\bcheck\(|\.item\(\)|"
                        r"[(\[,\\:]$|^(for \w+(, \w+)* in |def \w+\(|print\()")
 
 

@@ -14,8 +14,11 @@ trains the same model with the same configuration shares it through the model ca
 
 The recurrent models are compared at one size: `parameter_count` counts a model's
 parameters, `matched_hidden_size` gives each unit the state size that matches the LSTM's
-count and `recurrent_model` builds it.
+count and `recurrent_model` builds it. `passage_prompt` is the prompt their samples
+continue.
 """
+
+import re
 
 from seqlib.lm import RecurrentLM
 from seqlib.utils import seed_everything
@@ -69,3 +72,16 @@ def recurrent_model(unit: str, vocab_size: int, config: dict, seed: int = 0) -> 
     hidden = matched_hidden_size(unit, vocab_size, config)
     seed_everything(seed)
     return RecurrentLM(unit, vocab_size, config["embed_size"], hidden, config["num_layers"])
+
+
+def passage_prompt(text: str, start: int, speakers: int = 3) -> str:
+    """A prompt of real text: from the first speaker's name at or after `start` in `text`
+    (a line such as "GREMIO:") to the name of the `speakers`-th speaker, with its line
+    break. A recurrent model trained with its state carried from chunk to chunk almost never
+    met the zero state, and predicts poorly from it; reading a passage first puts its state
+    where training left it, so that a sample continues real text (page 6)."""
+    names = list(re.finditer(r"^[A-Z][A-Za-z ]*:\n", text[start:], flags=re.M))
+    if len(names) < speakers:
+        raise ValueError(f"text has {len(names)} speakers' names after position {start}, "
+                         f"expected at least speakers={speakers}")
+    return text[start + names[0].start():start + names[speakers - 1].end()]
