@@ -87,8 +87,8 @@ nbval: $(STAMP)
 	if [ "$$mode" = exact ]; then compare=--nbval; else compare=--nbval-lax; fi; \
 	echo "pytest $$compare: $(words $(NBVAL_PAGES)) pages"; \
 	cache=$$(mktemp -d); \
-	SEQLIB_MODEL_CACHE=$$cache $(BIN)/pytest -p no:cacheprovider $(PARALLEL) $$compare \
-		$(NBVAL_OPTIONS) $(NBVAL_PAGES); status=$$?; \
+	SEQLIB_PROGRESS=0 SEQLIB_MODEL_CACHE=$$cache $(BIN)/pytest -p no:cacheprovider \
+		$(PARALLEL) $$compare $(NBVAL_OPTIONS) $(NBVAL_PAGES); status=$$?; \
 	if [ -n "$(KEEP_CACHE)" ]; then echo "the model cache is kept in $$cache"; \
 	else rm -rf "$$cache"; fi; exit $$status
 
@@ -140,7 +140,8 @@ execute: $(STAMP)
 	@printf '%-48s %9s\n' notebook seconds > $(VENV)/execute-times.txt
 	@export SEQLIB_MODEL_CACHE=$$(mktemp -d); for nb in $(NOTEBOOKS); do \
 		start=$$(date +%s%N); rm -f $(VENV)/claims.jsonl; \
-		SEQLIB_CLAIMS=$(CURDIR)/$(VENV)/claims.jsonl $(BIN)/jupyter nbconvert --log-level WARN \
+		SEQLIB_PROGRESS=0 SEQLIB_CLAIMS=$(CURDIR)/$(VENV)/claims.jsonl \
+			$(BIN)/jupyter nbconvert --log-level WARN \
 			--to notebook --execute --inplace --ExecutePreprocessor.timeout=900 $(COALESCE) \
 			$$nb || exit 1; \
 		tenths=$$(( ($$(date +%s%N) - start) / 100000000 )); \

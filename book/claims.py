@@ -190,7 +190,7 @@ def run_page(path: pathlib.Path, environ: dict, cache: str,
     with tempfile.TemporaryDirectory() as tmp:
         log = pathlib.Path(tmp) / "claims.jsonl"
         env = {**os.environ, **environ, "SEQLIB_MODEL_CACHE": cache,
-               "SEQLIB_CLAIMS": str(log)}
+               "SEQLIB_CLAIMS": str(log), "SEQLIB_PROGRESS": "0"}
         command = [sys.executable, __file__, "execute", str(path)]
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)

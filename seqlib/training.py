@@ -29,6 +29,7 @@ def train(
     on_step: Callable[[int, dict], bool | None] | None = None,
     progress: bool = True,
     desc: str = "train",
+    leave: bool = True,
 ) -> dict[str, list[float]]:
     """Run optimisation steps start, ..., steps - 1 and return the history of losses.
 
@@ -43,6 +44,8 @@ def train(
       steps before it (both from a checkpoint, with the model's and optimizer's states).
     - `on_step(step, history)` is called after every step, for example to write a
       checkpoint; when it returns True, training stops after that step (a time limit).
+    - `progress` shows a progress bar (tqdm) labelled `desc`, which stays when training
+      ends unless `leave` is False.
 
     The history has one entry per step: "loss", "grad_norm" (before clipping) and "seconds"
     (wall time since the run started), for learning curves against steps, tokens or time.
@@ -63,7 +66,7 @@ def train(
     offset = history["seconds"][-1] if start else 0.0
     begin = time.perf_counter()
     bar = tqdm(range(start, steps), desc=desc, disable=not progress, mininterval=1.0,
-               initial=start, total=steps)
+               initial=start, total=steps, leave=leave)
     for step in bar:
         if schedule is not None:  # this step's rate
             for group in optimizer.param_groups:

@@ -330,3 +330,41 @@ def test_trained_together_trains_in_processes_exactly_as_here(monkeypatch, tmp_p
     with pytest.raises(ValueError, match="processes"):
         runs.trained_together([runs.language_model("new", tiny_model("rnn", len(vocab)), ids,
                                                    config)] * 2, processes=0)
+
+
+def test_a_run_that_trains_shows_its_progress_then_clears_it(monkeypatch, tmp_path, capfd):
+    """Run by hand, a page shows a bar while a run trains, gone when it ends; with
+    SEQLIB_PROGRESS=0 (make execute, make nbval) nothing, so that the stored outputs are the
+    same whether a model was trained or loaded."""
+    vocab, ids = corpus()
+    config = dict(CONFIG, steps=5, warmup=2)
+    monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "quiet"))
+    monkeypatch.setenv("SEQLIB_PROGRESS", "0")
+    runs.trained(runs.language_model("tiny", tiny_model("gru", len(vocab)), ids, config))
+    assert capfd.readouterr().err == ""
+    monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "shown"))
+    monkeypatch.delenv("SEQLIB_PROGRESS")
+    runs.trained(runs.language_model("tiny", tiny_model("gru", len(vocab)), ids, config))
+    shown = capfd.readouterr().err
+    assert "tiny:" in shown and "/5 [" in shown
+    assert shown.rstrip("\r").split("\r")[-1].strip() == ""  # cleared at the end
+    assert not list((tmp_path / "shown").glob("*.progress"))  # its file removed
+
+
+def test_runs_in_worker_processes_report_their_steps_to_one_bar(monkeypatch, tmp_path):
+    vocab, ids = corpus()
+    monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
+    together = [runs.language_model(unit, tiny_model(unit, len(vocab)), ids,
+                                    dict(CONFIG, steps=7, warmup=2)) for unit in UNITS[:2]]
+    bar = runs._Progress(together)
+    assert bar.bar.total == 14
+    runs._progress_path(runs.cache_path(together[0])).write_text("3")
+    runs._progress_path(runs.cache_path(together[1])).write_text("5")
+    bar.update()
+    assert bar.bar.n == 8
+    bar.close()
+    seen = []
+    runs.run_in_processes([(runs.trained, (run,)) for run in together], 2,
+                          lambda: seen.append(1))
+    assert all(runs.cache_path(run).exists() for run in together)
+    assert not list(tmp_path.glob("*.progress"))

@@ -34,15 +34,17 @@ import os
 import pathlib
 import pickle
 import sys
+import time
 import types
 from collections.abc import Callable, Iterable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import partial
 
 import torch
 from filelock import FileLock
 from torch import nn
+from tqdm import tqdm
 
 from seqlib import kernels
 from seqlib.checks import check_config, check_warmup, positive_int
@@ -51,6 +53,7 @@ from seqlib.training import adamw, train, warmup_cosine
 from seqlib.utils import book_seed, generator, seed_everything
 
 LIBRARY = pathlib.Path(__file__).resolve().parents[1]  # the package: seqlib/
+PROGRESS_VARIABLE = "SEQLIB_PROGRESS"  # "0": no progress bars while runs train
 
 
 def profile(book: dict, full: dict) -> dict:
@@ -127,29 +130,56 @@ def built(model, seed: int) -> nn.Module:
     return model()
 
 
-def fit(run: Run, progress: bool = False) -> dict:
-    """Train run.model with seqlib.train as the record says; returns the history."""
+def fit(run: Run, progress: bool = False, report: pathlib.Path | None = None) -> dict:
+    """Train run.model with seqlib.train as the record says; returns the history. With
+    `progress`, a progress bar that is gone when training ends; with `report`, a file in
+    which the number of steps done is kept (for `trained_together`'s bar)."""
     batches = run.batches(generator(run.seed))
     device = next(run.model.parameters()).device
     if run.rng_state is not None and not run.own_randomness:
         torch.set_rng_state(run.rng_state)
     randomness = own_randomness(run.seed, device) if run.own_randomness \
         else contextlib.nullcontext()
+    on_step = run.on_step if report is None else _reporting(report, run.on_step)
     with randomness:
         history = train(run.model, run.loss, batches, steps=run.steps,
                         optimizer=run.optimizer(run.model), clip=run.clip,
                         schedule=None if run.schedule is None else run.rate,
-                        on_step=run.on_step, progress=progress, desc=run.desc or run.name)
+                        on_step=on_step, progress=progress, desc=run.desc or run.name,
+                        leave=False)
     return history if run.finish is None else run.finish(history)
+
+
+def _reporting(path: pathlib.Path, on_step: Callable | None) -> Callable:
+    """An on_step that writes the steps done to `path` (at most twice a second), then calls
+    the run's own `on_step`, if any, and returns what it returns."""
+    last = [0.0]
+
+    def report(step: int, history: dict):
+        if time.monotonic() - last[0] >= 0.5:
+            path.write_text(str(step + 1))
+            last[0] = time.monotonic()
+        return None if on_step is None else on_step(step, history)
+
+    return report
+
+
+def show_progress() -> bool:
+    """Whether `trained` and `trained_together` show the progress of the runs they train (a
+    bar that is gone when training ends): yes, unless SEQLIB_PROGRESS=0, as `make execute`,
+    `make nbval` and `make claims` set, so that a page's outputs are the same whether its
+    models were trained or loaded from the cache."""
+    return os.environ.get(PROGRESS_VARIABLE, "").strip() != "0"
 
 
 def trained(run: Run) -> tuple[nn.Module, dict]:
     """`fit(run)` once: the first time trains and saves the weights and history; an
     identical run later loads them into run.model instead. Returns (run.model, history).
-    No progress bar, so a page shows the same output whether its models were trained or
-    loaded. Runs that ask at once (chapters tested in parallel) take turns through a lock
-    file: the first trains and saves, the others load what it saved. A file that cannot be
-    read (cut short, overwritten) is set aside as NAME.damaged, said so, and retrained."""
+    While it trains, a progress bar (`show_progress`) that is gone when training ends, and
+    a file beside the cache's (NAME.progress) holding the steps done. Runs that ask at once
+    (chapters tested in parallel) take turns through a lock file: the first trains and
+    saves, the others load what it saved. A file that cannot be read (cut short,
+    overwritten) is set aside as NAME.damaged, said so, and retrained."""
     path = cache_path(run)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):
@@ -158,7 +188,11 @@ def trained(run: Run) -> tuple[nn.Module, dict]:
             if history is not None:
                 run.model.eval()
                 return run.model, history
-        history = fit(run)
+        report = _progress_path(path)
+        try:
+            history = fit(run, progress=show_progress(), report=report)
+        finally:
+            report.unlink(missing_ok=True)
         save_atomic({"state": run.model.state_dict(), "history": history}, path)
     return run.model, history
 
@@ -189,9 +223,39 @@ def trained_together(runs: list, processes: int | None = None) -> list:
     from the cache. On a GPU they train here, one after the other. Returns the (model,
     history) of each run."""
     if all(next(run.model.parameters()).device.type == "cpu" for run in runs):
-        run_in_processes([(trained, (run,)) for run in runs if not cache_path(run).exists()],
-                         processes)
+        missing = [run for run in runs if not cache_path(run).exists()]
+        bar = _Progress(missing) if show_progress() else None
+        try:
+            run_in_processes([(trained, (run,)) for run in missing], processes,
+                             None if bar is None else bar.update)
+        finally:
+            if bar is not None:
+                bar.close()
     return [trained(run) for run in runs]
+
+
+def _progress_path(path: pathlib.Path) -> pathlib.Path:
+    return path.with_name(path.name + ".progress")
+
+
+class _Progress:
+    """One progress bar in this process for runs that train in worker processes: the sum of
+    their steps done, read from the files their `trained` keeps; gone when they end."""
+
+    def __init__(self, runs: list):
+        self.files = [_progress_path(cache_path(run)) for run in runs]
+        self.bar = tqdm(total=sum(run.steps for run in runs), leave=False, mininterval=1.0,
+                        desc=f"training {len(runs)} runs at once")
+
+    def update(self) -> None:
+        done = 0
+        for file in self.files:
+            with contextlib.suppress(OSError, ValueError):
+                done += int(file.read_text() or 0)
+        self.bar.update(max(0, done - self.bar.n))
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 # ---- the run of a language model ------------------------------------------------------------
@@ -372,17 +436,20 @@ def save_atomic(obj, path) -> None:
 # ---- processes and randomness ------------------------------------------------------------
 
 def _call_in_worker(function: Callable, args: tuple, threads: int, deterministic: bool):
+    os.environ[PROGRESS_VARIABLE] = "0"  # the parent shows the progress, read from files
     torch.set_num_threads(threads)  # as in the parent process: the same sums, the same key
     torch.use_deterministic_algorithms(deterministic)
     function(*args)
 
 
-def run_in_processes(calls: list, processes: int | None = None) -> None:
+def run_in_processes(calls: list, processes: int | None = None,
+                     waiting: Callable[[], None] | None = None) -> None:
     """Run each call (function, args) at once in its own worker process, at most `processes`
     at a time (by default one per CPU core this process may use). Each worker is a fresh
     interpreter ("spawn": no threads inherited from this one) with this process's number
     of threads and determinism, so a training run there is the run it would be here.
-    Returns when all have finished, raising what a worker raised. Fewer than two calls or
+    Returns when all have finished, raising what a worker raised; `waiting()`, if given, is
+    called about twice a second until then (a progress bar). Fewer than two calls or
     one process: nothing runs, and the caller runs the calls itself (as `trained_together`
     does: it trains what is still missing, then loads everything from the cache). The
     functions must be importable module-level ones, and the arguments picklable."""
@@ -398,6 +465,8 @@ def run_in_processes(calls: list, processes: int | None = None) -> None:
     with ProcessPoolExecutor(workers, mp_context=spawn) as pool:
         jobs = [pool.submit(_call_in_worker, function, args, *settings)
                 for function, args in calls]
+        while waiting is not None and wait(jobs, timeout=0.5).not_done:
+            waiting()
         for job in jobs:
             job.result()  # raises what a worker raised
 
