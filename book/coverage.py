@@ -7,6 +7,7 @@ file or a check cell; tests/test_coverage.py fails while the page and the data d
 
 import json
 import pathlib
+import re
 
 import yaml
 
@@ -24,6 +25,18 @@ def _cell(text) -> str:
     """Text for a table cell: one line, no bare pipes, and `<` escaped, so that the
     chapter's tokens (<stop>, <empty>, x^<1>) show as written rather than as HTML tags."""
     return str(text).replace("\n", " ").replace("|", "\\|").replace("<", "\\<")
+
+
+# A TeX control word (\times, \tilde): a value that its home page writes in TeX.
+TEX = re.compile(r"\\[A-Za-z]+")
+
+
+def _value(text) -> str:
+    """A stated value for its table cell: inline math when it is written in TeX, as its
+    home page writes it (`m_v \\times p`, which the data file keeps verbatim so that the
+    test finds it there), so that it is typeset rather than shown as raw TeX; else text."""
+    text = " ".join(str(text).split())
+    return f"${text}$" if TEX.search(text) and "$" not in text else _cell(text)
 
 
 def _code(text) -> str:
@@ -130,7 +143,7 @@ def render(data: dict) -> str:
     for item in numbers:
         check = f"checked: {_cell(described(item))}" if item["check"] \
             else _cell(item.get("note", ""))
-        rows.append([[item["section"]], [_cell(item["value"])], [_cell(item["what"]), check],
+        rows.append([[item["section"]], [_value(item["value"])], [_cell(item["what"]), check],
                      [_page(item["home"])]])
     lines += _table([7, 17, 55, 21], ["section", "value", "what it is, and its check", "home"],
                     rows)

@@ -9,11 +9,19 @@ Every page of the book (the root page and each chapter of ``_toc.yml``) must:
   documented ``ALLOWED_JS_ERRORS``;
 - show every figure of its content as a loaded image;
 - typeset every equation: MathJax output for each math element, no MathJax error, and no
-  raw TeX delimiters (``$$``, ``\\(``, ``\\[``) left in the visible text.
+  raw TeX delimiters (``$$``, ``\\(``, ``\\[``) left in the visible text;
+- render its prose as written: no TeX (``\\langle``, ``_{``, ``^{``, a stray ``$``) in the
+  text the reader sees outside typeset math and code, which is what is left of an inline
+  equation that Markdown broke (a line of it read as a list item), and no unknown HTML
+  element in the article, which is what is left of a token such as ``<stop>`` written
+  outside backticks (Markdown passes it on as a tag, and the browser shows nothing);
 - fit the column at 1,400 px: no shown code block or display equation wider than its
   column, no raw text form of a widget (``VBox(children=...``), every figure stored at
   twice the pixels it is shown with (matplotlib's retina output) and not shrunk so far
   that 9-point text falls under 9 px, and the page at most 20,000 px tall;
+- fit a phone's screen (390 px): the page, with what it hides open, no wider than the
+  screen (inline code wraps; code blocks and wide equations scroll inside themselves), or
+  the test names what pushes it wider;
 - open on a click what it hides: every ``{dropdown}`` of its source (an exercise's
   solution) and every code cell tagged ``hide-cell``, ``hide-input`` or ``hide-output`` is
   on the page, hidden, and shows its content once its summary is clicked.
@@ -205,21 +213,63 @@ async () => {
 }
 """
 
-# Visible text of the content, leaving out code, scripts and typeset math.
+# The section heading above an element (its first 50 characters), to say where it is.
+HEADING_JS = """(e) => (e.closest("section")?.querySelector("h1, h2, h3")?.textContent
+                        .replace(/#$/, "").trim().slice(0, 50) ?? "")"""
+
+# Visible text of the content, leaving out code, scripts and typeset math: the text of each
+# block (paragraph, list item, table cell, heading, caption) with the heading above it.
 VISIBLE_TEXT_JS = """
 () => {
+  const heading = HEADING;
   const skip = "pre, code, script, style, textarea, mjx-container";
+  const blockTags = "p, li, dt, dd, td, th, h1, h2, h3, h4, h5, h6, figcaption, caption, "
+                    + "summary";
   const main = document.querySelector("main");
   const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
-  const parts = [];
+  const blocks = new Map();
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    if (!node.parentElement.closest(skip)) { parts.push(node.textContent); }
+    const parent = node.parentElement;
+    if (parent.closest(skip)) { continue; }
+    const block = parent.closest(blockTags) ?? parent;
+    blocks.set(block, (blocks.get(block) ?? "") + node.textContent);
   }
-  return parts.join(" ");
+  return Array.from(blocks, ([block, text]) => ({text, heading: heading(block)}));
 }
-"""
+""".replace("HEADING", HEADING_JS)
 
 RAW_TEX = ("$$", "\\(", "\\)", "\\[", "\\]", "\\begin{")
+# TeX in the visible text: a control word (\langle, \big, \times, \frac), a sub- or
+# superscript group (_{, ^{) or a dollar sign: what shows of an inline equation that
+# Markdown broke apart (a line of it that begins with "+ " read as a list item).
+TEX_IN_TEXT = re.compile(r"\\[A-Za-z]+|[_^]\{|\$")
+
+
+def tex_in_text(blocks: list[dict]) -> list[str]:
+    """Where the visible text holds TeX: a few characters around the first, with the heading."""
+    found = []
+    for block in blocks:
+        match = TEX_IN_TEXT.search(block["text"])
+        if match:
+            start = max(0, match.start() - 30)
+            snippet = " ".join(block["text"][start:match.end() + 30].split())
+            heading = block["heading"]
+            found.append(f'"{snippet}" below "{heading}"')
+    return found
+
+
+# Elements of the article that are no HTML element: a token such as <stop> that Markdown
+# passed on as a tag (custom elements, such as MathJax's mjx-container, have a hyphen in
+# their name and are not HTMLUnknownElement).
+UNKNOWN_ELEMENTS_JS = """
+() => {
+  const heading = HEADING;
+  return Array.from(document.querySelectorAll("main article *"))
+    .filter((e) => e instanceof HTMLUnknownElement)
+    .map((e) => `<${e.localName}> before "${e.textContent.trim().slice(0, 40)}" below "`
+                + `${heading(e)}"`);
+}
+""".replace("HEADING", HEADING_JS)
 
 # The stored outputs of the cells, as shown.
 OUTPUT_TEXT_JS = """
@@ -229,6 +279,8 @@ OUTPUT_TEXT_JS = """
 
 # The reader's window: the layout checks below hold at this width.
 VIEWPORT = {"width": 1400, "height": 900}
+# A phone's screen (CSS pixels), at which no page may be wider than the screen.
+PHONE = {"width": 390, "height": 844}
 MAX_PAGE_HEIGHT = 20_000  # px at VIEWPORT's width: about 22 screens
 # A figure is shown at its stored width over 2 (retina); shrunk further to fit the column,
 # 9-point text (12.5 px at matplotlib's 100 dpi) stays at 9 px down to this scale.
@@ -290,6 +342,54 @@ def check_layout(page) -> list[str]:
                             f"{fig['natural'] // 2} px: its text would be under 9 px (make "
                             f"it narrower)")
     return problems
+
+
+# How wide the document is against the screen and, when it is wider, what pushes it out:
+# each element that sticks out past the screen's right edge while its parent does not (or
+# clips), unless it lies in a box that scrolls or clips (a code block, a display equation, a
+# table's container) or is fixed to the window (the theme's sidebars, off the screen).
+PHONE_JS = """
+() => {
+  const heading = HEADING;
+  const doc = document.documentElement;
+  const screen = doc.clientWidth;
+  if (doc.scrollWidth <= screen) { return {width: doc.scrollWidth, screen, culprits: []}; }
+  const out = (e) => { const r = e.getBoundingClientRect();
+                       return r.width > 0 && r.right > screen + 1; };
+  const holds = (e) => { const s = getComputedStyle(e);
+                         return s.overflowX !== "visible" || s.position === "fixed"; };
+  const culprits = [];
+  for (const e of document.body.querySelectorAll("*")) {
+    if (!out(e) || getComputedStyle(e).position === "fixed") { continue; }
+    const parent = e.parentElement;
+    if (parent !== document.body && out(parent) && !holds(parent)) { continue; }
+    let held = false;
+    for (let a = parent; a && a !== document.body && !held; a = a.parentElement) {
+      held = holds(a);
+    }
+    if (!held) {
+      const right = Math.round(e.getBoundingClientRect().right);
+      culprits.push(`<${e.localName}> "${e.textContent.trim().slice(0, 50)}" to ${right} px, `
+                    + `below "${heading(e)}"`);
+    }
+  }
+  return {width: doc.scrollWidth, screen, culprits};
+}
+""".replace("HEADING", HEADING_JS)
+
+
+def check_phone(page) -> list[str]:
+    """Whether the page is wider than a phone's screen, and what makes it so. It resizes the
+    window to PHONE's size and leaves it so (a resize costs about a second): run it last,
+    once the page's hidden parts are open, so that what they hold is measured too (opening
+    a fold only adds to what is shown, so the closed page is no wider)."""
+    page.set_viewport_size(PHONE)
+    phone = page.evaluate(PHONE_JS)
+    if phone["width"] <= phone["screen"]:
+        return []
+    return [f"{phone['width']} px wide at {PHONE['width']} px (its hidden parts open): wider "
+            f"than the screen, it scrolls sideways; pushed out by "
+            f"{phone['culprits'][:5] or 'nothing found'}"]
 
 
 def allowed(message: str) -> bool:
@@ -439,18 +539,29 @@ def test_page(page_path, server, browser):
                     problems.append(f"equations not typeset: {math['untypeset']}")
                 if math["errors"]:
                     problems.append(f"MathJax errors: {math['errors']}")
-        text = page.evaluate(VISIBLE_TEXT_JS)
+        blocks = page.evaluate(VISIBLE_TEXT_JS)
+        text = " ".join(block["text"] for block in blocks)
         raw = [delim for delim in RAW_TEX if delim in text]
         if raw:
             problems.append(f"raw TeX {raw} left in the visible text")
+        tex = tex_in_text(blocks)
+        if tex:
+            problems.append("TeX in the visible text, outside the typeset equations (an "
+                            "inline equation that Markdown broke?): " + "; ".join(tex))
+        unknown = page.evaluate(UNKNOWN_ELEMENTS_JS)
+        if unknown:
+            problems.append(f"unknown HTML elements in the article (a token such as <stop> "
+                            f"outside backticks, read as a tag and not shown): {unknown}")
         problems += check_layout(page)
 
-        # Last, as it changes the page: what opens on a click, and the figures it shows.
+        # Last, as it changes the page: what opens on a click, and the figures it shows; then
+        # the page, all open, on a phone's screen.
         problems += check_hidden_elements(page, page_path)
         opened = [img["src"] for img in page.evaluate(LOAD_IMAGES_JS)
                   if not img["loaded"] and img["src"] not in broken]
         if opened:
             problems.append(f"figures that did not load once opened: {opened}")
+        problems += check_phone(page)
         if foreign:
             problems.append(f"requests leaving {LOCAL_HOST} (the book must be offline): {foreign}")
         if failed:

@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from markdown_it.renderer import RendererHTML
+from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.mdit import create_md_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -207,3 +210,172 @@ def test_figures_are_stored_at_twice_their_display_width(path):
             pixels = png_width(out["data"]["image/png"])
             assert shown is not None and pixels >= 2 * shown - 1, \
                 f"{path.name}, code cell {i}: {pixels} px shown at {shown}: not retina"
+
+
+# Prose renders as written. What Markdown passes on as an HTML tag vanishes from the page
+# (a token such as <stop> outside backticks), and an inline equation broken across lines
+# where a line reads as Markdown (a list item, a quote) shows as raw TeX. The book's Markdown
+# (the cells, the Markdown outputs that myst-nb renders, the pages of book/) is parsed here
+# as the book build parses it: MyST's parser with the extensions of _config.yml.
+MYST = create_md_parser(
+    MdParserConfig(enable_extensions=set(
+        yaml.safe_load((ROOT / "_config.yml").read_text())["parse"]["myst_enable_extensions"])),
+    RendererHTML)
+BOOK_PAGES = sorted((ROOT / "book").glob("*.md"))
+# Directives whose body is code or math, not Markdown (the others' bodies are Markdown: a
+# solution's {dropdown}, a {note}).
+CODE_DIRECTIVES = {"code", "code-block", "code-cell", "sourcecode", "math", "raw", "eval-rst"}
+DIRECTIVE = re.compile(r"\{([\w:-]+)\}")
+DIRECTIVE_OPTIONS = re.compile(r"\A(?:[ \t]*:[\w-]+:[^\n]*\n)*|\A---\n.*?\n---\n", re.S)
+# HTML elements a page may write on purpose, as HTML. Any other tag is a token that Markdown
+# swallowed: <stop>, <empty>, <end>, <w>, x^<t> outside math. (<s>, an HTML element, is left
+# out on purpose: as a token it would strike through the rest of the paragraph.)
+ALLOWED_HTML = {"a", "abbr", "b", "br", "code", "del", "details", "div", "em", "figcaption",
+                "figure", "hr", "i", "img", "kbd", "li", "ol", "p", "pre", "small", "span",
+                "strong", "sub", "summary", "sup", "table", "tbody", "td", "th", "thead", "tr",
+                "u", "ul"}
+HTML_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9-]*)(?=[\s/>])[^>]*>")
+HTML_COMMENT = re.compile(r"<!--.*?-->|<!\[CDATA\[.*?\]\]>|<\?.*?\?>|<![A-Z][^>]*>", re.S)
+
+
+def markdown_texts(path):
+    """(where, Markdown source) of what the book renders from `path` as Markdown."""
+    if path.suffix == ".md":
+        return [(path.name, path.read_text(encoding="utf8"))]
+    texts = []
+    for i, cell in enumerate(cells(path)):
+        if cell["cell_type"] == "markdown":
+            texts.append((f"{path.name}, cell {i}", source(cell)))
+        for out in cell.get("outputs", []):
+            if "text/markdown" in out.get("data", {}):
+                texts.append((f"{path.name}, cell {i}'s output",
+                              "".join(out["data"]["text/markdown"])))
+    return texts
+
+
+def myst_tokens(text):
+    """(token, the Markdown of its block) for the inline and HTML-block tokens of `text` as
+    the book's parser reads it, the bodies of directives that hold Markdown included."""
+    for token in MYST.parse(text):
+        if token.type in ("fence", "colon_fence"):
+            name = DIRECTIVE.match(token.info.strip())
+            if name and name.group(1) not in CODE_DIRECTIVES:
+                yield from myst_tokens(DIRECTIVE_OPTIONS.sub("", token.content, count=1))
+        elif token.type == "html_block":
+            yield token, token.content
+        for child in token.children or []:
+            yield child, token.content
+
+
+def line_with(text, part):
+    """The first line of `text` that holds `part`, cut to 100 characters."""
+    return next((line.strip() for line in text.splitlines() if part in line), part)[:100]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + BOOK_PAGES, ids=lambda p: p.name)
+def test_literal_tokens_are_in_backticks(path):
+    """A token written as <stop> outside code and math is read as an HTML tag, and the page
+    shows nothing of it: write `<stop>` (in math, \\langle t \\rangle)."""
+    swallowed = []
+    for where, text in markdown_texts(path):
+        for token, block in myst_tokens(text):
+            if token.type not in ("html_inline", "html_block"):
+                continue
+            for tag in HTML_TAG.finditer(HTML_COMMENT.sub("", token.content)):
+                found = f"{where}: {tag.group(0)} in: {line_with(block, tag.group(0))}"
+                if tag.group(1).lower() not in ALLOWED_HTML and found not in swallowed:
+                    swallowed.append(found)
+    assert not swallowed, "tokens read as HTML tags, which the page does not show (write " \
+        "them in backticks; HTML written on purpose: add its element to ALLOWED_HTML):\n" + \
+        "\n".join(swallowed)
+
+
+# In inline math ($...$) that goes on over more than one line, a line that Markdown reads
+# as a block of its own: a list item (+, -, * then a space; 1. or 1) then a space), a quote
+# (>), a heading (#), a rule or a heading's underline. The paragraph breaks there, and both
+# halves of the equation show as raw TeX.
+FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,}|:{3,})[ \t]*(\{[^}\n]*\})?[^\n]*\n.*?^\1\2[ \t]*$",
+                   re.M | re.S)
+DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.S)
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
+INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)((?:[^$\\]|\\.)+?)(?<!\\)\$", re.S)
+QUOTE_MARKS = re.compile(r"^(?:[ \t]{0,3}>[ \t]?)*")
+BLOCK_START = re.compile(r"[ \t]*(?:[-+*](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|#{1,6}(?:[ \t]|$)"
+                         r"|=+[ \t]*$|(?:[-*_][ \t]*){3,}$)")
+
+
+def blank_out(match):
+    return re.sub(r"[^\n]", " ", match.group(0))
+
+
+def math_lines_read_as_blocks(text):
+    """The lines of inline equations in `text` that Markdown reads as a block of their own."""
+    # The quote marks that open each line, counted and taken off: inside a quote, a line of
+    # an equation starts with ">" as it should.
+    depths, lines, written = [], [], text.split("\n")
+    for line in written:
+        marks = QUOTE_MARKS.match(line).group(0)
+        depths.append(marks.count(">"))
+        lines.append(line[len(marks):])
+    text = "\n".join(lines)
+    # Code blocks, displays and code spans blanked out, line breaks kept.
+    text = FENCE.sub(lambda m: m.group(0) if m.group(3) and DIRECTIVE.match(m.group(3))
+                     and DIRECTIVE.match(m.group(3)).group(1) not in CODE_DIRECTIVES
+                     else blank_out(m), text)
+    text = CODE_SPAN.sub(blank_out, DISPLAY_MATH.sub(blank_out, text))
+    found = []
+    for math in INLINE_MATH.finditer(text):
+        first = text.count("\n", 0, math.start())
+        for k, line in enumerate(math.group(1).split("\n")[1:], start=1):
+            if depths[first + k] > depths[first] or BLOCK_START.match(line):
+                found.append(written[first + k].strip())
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + BOOK_PAGES, ids=lambda p: p.name)
+def test_no_line_of_inline_math_reads_as_markdown(path):
+    """No line inside $...$ starts with "+ ", "- ", "* ", "> ", "N. " (break it elsewhere)."""
+    broken = [f"{where}: {line}" for where, text in markdown_texts(path)
+              for line in math_lines_read_as_blocks(text)]
+    assert not broken, "lines inside inline math ($...$) that Markdown reads as a list " \
+        "item, a quote or a heading, breaking the equation into raw TeX (break the line " \
+        "before another symbol):\n" + "\n".join(broken)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + BOOK_PAGES, ids=lambda p: p.name)
+def test_every_dollar_opens_or_closes_math(path):
+    """A "$" the parser leaves in the text is an equation it could not read: one broken by a
+    line read as Markdown, or a display ($$) in a list item not indented under it. A dollar
+    meant as one is written \\$."""
+    stray = []
+    for where, text in markdown_texts(path):
+        for token, _block in myst_tokens(text.replace("\\$", "")):
+            if token.type == "text" and "$" in token.content:
+                stray.append(f"{where}: {token.content.strip()[:80]}")
+    assert not stray, "text with a '$' that opens or closes no equation (the equation " \
+        "shows as raw TeX):\n" + "\n".join(stray)
+
+
+def swallowed_tags(text):
+    return [tag.group(0) for token, _block in myst_tokens(text)
+            if token.type in ("html_inline", "html_block")
+            for tag in HTML_TAG.finditer(HTML_COMMENT.sub("", token.content))
+            if tag.group(1).lower() not in ALLOWED_HTML]
+
+
+def test_the_prose_checks_catch_what_breaks_and_only_that():
+    """The three checks above, on Markdown that breaks and on Markdown that renders."""
+    assert swallowed_tags("ends with <stop>, then h^<t> and </w>") == ["<stop>", "<t>", "</w>"]
+    assert swallowed_tags(":::{note}\nA <pad> token\n:::\n") == ["<pad>"]
+    assert swallowed_tags("```{dropdown} Solution\n:open:\nThe <end> token\n```\n") == ["<end>"]
+    assert not swallowed_tags("`<stop>`, ``<empty>``, $x^{<t>}$, $$y^{<t>}$$, \\<unk>, a<br>b, "
+                              "[link](</book/coverage>) <!-- a comment -->\n\n```\n<pad>\n```")
+    assert math_lines_read_as_blocks("the sum $a\n+ b$ and $c\n> d$ and $e\n1. f$") == \
+        ["+ b$ and $c", "> d$ and $e", "1. f$"]
+    assert math_lines_read_as_blocks("- item $a\n  + b$") == ["+ b$"]
+    assert math_lines_read_as_blocks("> quoted $a\n> + b$") == ["> + b$"]
+    assert not math_lines_read_as_blocks(
+        "> a quote $a\n> = b$ on two lines\n\nand $c\n-d$, $e + {}\nf$, `$g\n+ h$`, \\$5 and\n"
+        "+ \\$6, $$k\n+ l$$")
+    assert [t.content for t, _ in myst_tokens("the sum $a\n+ b$") if "$" in t.content] == \
+        ["the sum $a", "b$"]

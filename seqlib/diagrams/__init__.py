@@ -30,6 +30,53 @@ def legible(fig) -> bool:
             and min(t.get_fontsize() for t in texts) >= MIN_FONTSIZE)
 
 
+def texts_outside(fig, *, tolerance: float = 1.0) -> list[str]:
+    """The texts of `fig` that do not lie wholly inside the figure once it is drawn: a title,
+    tick label, axis label, legend entry or annotation cut at an edge, or beyond it. Each is
+    described as "'text' (kind): n px out at the left" (or right, bottom, top); none: [].
+
+    The figure is drawn (its layout engine, tight_layout for example, runs as it would for
+    display) on a renderer of its own, which records each text drawn: only what is drawn
+    counts (not the labels of ticks outside the axes' limits, not an axes turned off).
+    `tolerance` is in pixels at the figure's dpi."""
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    renderer = RendererAgg(int(fig.bbox.width), int(fig.bbox.height), fig.dpi)
+    drawn = {}
+
+    def recording(method):
+        def draw(*args, mtext=None, **kwargs):
+            if mtext is not None:
+                drawn[id(mtext)] = mtext
+            return method(*args, mtext=mtext, **kwargs)
+        return draw
+
+    renderer.draw_text = recording(renderer.draw_text)
+    renderer.draw_tex = recording(renderer.draw_tex)
+    fig.draw(renderer)
+    kinds = {}
+    for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
+        if legend is not None:
+            kinds.update((id(t), "legend") for t in [*legend.get_texts(), legend.get_title()])
+    for ax in fig.axes:
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            kinds.update((id(t), f"{name} tick label")
+                         for t in axis.get_ticklabels(which="both"))
+            kinds[id(axis.label)] = f"{name}-axis label"
+        kinds[id(ax.title)] = "title"
+    width, height = fig.bbox.width, fig.bbox.height
+    outside = []
+    for text in drawn.values():
+        extent = text.get_window_extent(renderer)
+        out = {"left": -extent.x0, "right": extent.x1 - width,
+               "bottom": -extent.y0, "top": extent.y1 - height}
+        side, far = max(out.items(), key=lambda item: item[1])
+        if far > tolerance:
+            kind = kinds.get(id(text), "title" if text in fig.texts else "text")
+            outside.append(f"{text.get_text()!r} ({kind}): {far:.0f} px out at the {side}")
+    return outside
+
+
 # One colour per kind of element, as in the chapter's figures: units blue, internal gates
 # yellow, internal states gray (Fig. 7.8), operations white circles.
 COLOURS = {

@@ -53,7 +53,8 @@ def plot_adjoint_norms(radii, *, T: int = 50, input_scale: float = 1e-12,
     (7.12). Draws on `ax` (a new figure when None); further keyword arguments go to
     `adjoint_norms`. Returns {radius: ratios} as computed by `adjoint_norms`.
     """
-    if ax is None:
+    own = ax is None
+    if own:
         _, ax = plt.subplots(figsize=(6, 3.5))
     steps = torch.arange(T, dtype=torch.float64)  # T - t = 0, ..., T - 1
     results = {}
@@ -71,6 +72,8 @@ def plot_adjoint_norms(radii, *, T: int = 50, input_scale: float = 1e-12,
            ylabel=r"$\|\zeta^{\langle t\rangle}\| \,/\, \|\zeta^{\langle T\rangle}\|$",
            title=title or f"Adjoint norms, {nonlinearity}, input scale {input_scale:g}")
     ax.legend(fontsize=9)
+    if own:  # room for the axis labels inside the figure
+        ax.figure.tight_layout()
     return results
 
 
@@ -106,6 +109,7 @@ def spectral_radius_explorer(T: int = 50, radius: float = 1.0, input_scale: floa
         box.result = plot_adjoint_norms([radius], T=controls["T"].value, ax=ax,
                                         input_scale=controls["input_scale"].value,
                                         nonlinearity=controls["nonlinearity"].value)[radius]
+        fig.tight_layout()  # the axis labels inside the figure
         plt.close(fig)  # shown in the Output only, not again by the inline backend
         output.outputs = ()
         output.append_display_data(fig)
