@@ -44,7 +44,8 @@ def test_tasks_draws_one_unit_per_word():
     assert "happy, sad, indifferent" in texts(fig) and "écrire" in texts(fig)
     assert texts(fig).count("encoded\ninput") == len(sentiment.split())  # (b)'s boxes
     panel_a = " ".join(t.get_text() for t in fig.axes[0].texts)
-    assert "labels" in panel_a and "T+3" in panel_a  # (a): the targets the chapter labels
+    # (a): the targets the chapter labels, up to its horizon tau
+    assert "labels" in panel_a and r"T+\tau" in panel_a and "horizon" in panel_a
 
 
 def test_tasks_passes_the_code_from_the_encoder_to_the_decoder():

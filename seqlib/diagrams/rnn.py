@@ -64,9 +64,10 @@ def _t(name: str, t: str) -> str:
 
 
 def tasks(sentiment: str, classes: list[str], source: str, target: str, caption: str):
-    """Fig. 7.1: (a) lookahead prediction, (b) sentiment of the sentence `sentiment` as a
-    softmax over `classes`, (c) translation of `source` into `target` by an encoder and a
-    decoder, (d) captioning of an image by a CNN and a decoder writing `caption`.
+    """Fig. 7.1: (a) lookahead prediction up to the horizon tau, (b) sentiment of the
+    sentence `sentiment` as a softmax over `classes`, (c) translation of `source` into
+    `target` by an encoder and a decoder, (d) captioning of an image by a CNN and a decoder
+    writing `caption`.
     Sentences are strings of space-separated words; one unit per word, and in (b) an encoded
     input (the word's vector) below each. Gray inputs are outputs of the step before, fed
     back; in (a) the labels, the values the predictions are compared with, are on top."""
@@ -83,20 +84,24 @@ def tasks(sentiment: str, classes: list[str], source: str, target: str, caption:
         frame(ax, width, height, title, loc="left", fontsize=10)
     gray = "dimgray"
 
-    ax = axes[0]  # (a) warm-up on x^<1..T>, then each prediction is the next input
-    units = ["unit", "unit", DOTS, "unit", "unit", "unit", DOTS]
-    hats = [_t(r"\hat{x}", f"T+{k}") for k in (1, 2, 3)]
-    inputs = [_t("x", "1"), _t("x", "2"), None, _t("x", "T"), hats[0], hats[1], None]
-    outputs = [None] * 3 + hats + [None]
+    ax = axes[0]  # (a) warm-up on x^<1..T>, then predictions up to the horizon tau, fed back
+    units = ["unit", "unit", DOTS, "unit", "unit", DOTS, "unit"]
+    ahead = ("T+1", "T+2", r"T+\tau")  # the steps predicted, as the chapter labels them
+    hats = [_t(r"\hat{x}", k) for k in ahead]
+    inputs = [_t("x", "1"), _t("x", "2"), None, _t("x", "T"), hats[0], None,
+              _t(r"\hat{x}", r"T+\tau-1")]
+    outputs = [None] * 3 + hats[:2] + [None, hats[2]]
     xs = unrolled(ax, units, inputs, outputs, y=1.6, fontsize=11,
                   input_colours=[None] * 4 + [gray] * 3)
     label(ax, (xs[0] + xs[3]) / 2, 2.6, "warm-up phase", fontsize=9, style="italic")
-    for x, k in zip(xs[3:6], (1, 2, 3), strict=True):  # the labels the predictions meet
-        label(ax, x, 3.65, _t("x", f"T+{k}"), fontsize=11)
-    label(ax, xs[6] + 0.6, 3.65, "labels: the values that come", fontsize=9, ha="left",
+    for x, k in zip([xs[3], xs[4], xs[6]], ahead, strict=True):  # the labels they meet
+        label(ax, x, 3.65, _t("x", k), fontsize=11)
+    for y in (2.8, 3.65):  # the steps between T+2 and T+tau
+        label(ax, xs[5], y, r"$\cdots$", fontsize=11)
+    label(ax, xs[6] + 0.8, 3.65, "labels: the values that come", fontsize=9, ha="left",
           style="italic")
-    label(ax, xs[6] + 0.6, 2.8, "predictions, each fed back as the next input", fontsize=9,
-          ha="left", style="italic")
+    label(ax, xs[6] + 0.8, 2.8, r"predictions up to the horizon $\tau$," + "\neach fed back "
+          "as the next input", fontsize=9, ha="left", style="italic")
 
     ax = axes[1]  # (b) many-to-one: each word encoded, only the last state gives the output
     xs = unrolled(ax, ["unit"] * len(sentiment), None, None, y=2.15)
