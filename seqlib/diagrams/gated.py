@@ -30,6 +30,11 @@ def _dot(ax, x, y):
     ax.plot([x], [y], "o", color="black", markersize=3)
 
 
+def _fill(fig, title):
+    """Let the drawing of a figure of its own use the whole figure, less its title."""
+    fig.subplots_adjust(left=0.01, right=0.99, bottom=0.01, top=0.92 if title else 0.99)
+
+
 # Fig. 7.7 -----------------------------------------------------------------------------
 
 def state_label(t: str, direction: int | None, layer: int | None) -> str:
@@ -66,7 +71,10 @@ def draw_recurrent(model: Recurrent, steps: int = 3, *, ax=None, title: str | No
         return (left + dx * (t - 0.5) + (2 * d - 1) * shift,
                 1.5 + (layer - 1) * layer_height + d * rise)
 
+    own = ax is None
     fig, ax = canvas(width, height, scale=min(0.9, MAX_WIDTH / width), title=title, ax=ax)
+    if own:
+        _fill(fig, title)
     y_in, y_out = 0.35, 1.5 + (L - 1) * layer_height + (D - 1) * rise + 1.0
     many_layers, two_ways = L > 1, D == 2
     for t in range(1, steps + 1):
@@ -77,7 +85,7 @@ def draw_recurrent(model: Recurrent, steps: int = 3, *, ax=None, title: str | No
             for d in range(D):
                 ux, uy = where(t, layer, d)
                 text = state_label(t, d if two_ways else None, layer if many_layers else None)
-                box(ax, ux, uy, text, kind="unit", width=w, height=hgt, fontsize=9)
+                box(ax, ux, uy, text, kind="unit", width=w, height=hgt, fontsize=10)
                 sources = ([(x, y_in + 0.22)] if layer == 1 else
                            [(sx, sy + hgt / 2) for sx, sy in
                             (where(t, layer - 1, e) for e in range(D))])
@@ -99,7 +107,7 @@ def draw_recurrent(model: Recurrent, steps: int = 3, *, ax=None, title: str | No
             name = ([f"layer {layer}"] if many_layers else []) + (
                 [("forward", "reverse")[d]] if two_ways else [])
             if name:
-                label(ax, 0.1, uy, ", ".join(name), ha="left", fontsize=9, color=colour)
+                label(ax, 0.1, uy, ", ".join(name), ha="left", fontsize=10, color=colour)
             if d == 0:  # h^<0> enters the first unit from the left
                 end = where(1, layer, 0)[0] - w / 2
                 start, t0 = end - 0.55, "0"
@@ -108,7 +116,9 @@ def draw_recurrent(model: Recurrent, steps: int = 3, *, ax=None, title: str | No
                 start, t0 = end + 0.55, str(steps + 1)
             arrow(ax, (start, uy), (end, uy), linestyle="--", colour=colour)
             text = state_label(t0, d if two_ways else None, layer if many_layers else None)
-            label(ax, start, uy + 0.38, text[:-1] + " = 0$", fontsize=9, color=colour)
+            # h_r^<T+1> = 0 ends at the right edge: it stays inside however narrow the units
+            x, ha = (start, "center") if d == 0 else (width - 0.05, "right")
+            label(ax, x, uy + 0.38, text[:-1] + " = 0$", ha=ha, fontsize=10, color=colour)
     return fig
 
 
@@ -118,7 +128,7 @@ def _group(ax, x, y, name: str, activation: str, kind: str):
     """A group of m~ neurons: its symbol over its activation, in a box of colour `kind`."""
     box(ax, x, y, "", kind=kind, width=1.15, height=0.85)
     label(ax, x, y + 0.17, name, fontsize=11)
-    label(ax, x, y - 0.2, activation, fontsize=9)
+    label(ax, x, y - 0.2, activation, fontsize=10)
 
 
 def _lstm(ax, cell: LSTMCell):
@@ -156,7 +166,7 @@ def _lstm(ax, cell: LSTMCell):
     label(ax, 9.35, top, time_label("c", "t"), ha="left")
     # the hidden state: h^<t> = g_o * S_Tanh(c^<t>)
     _dot(ax, xo, top)
-    box(ax, xo, 4.45, TANH, kind="input", width=1.05, height=0.45, fontsize=9)
+    box(ax, xo, 4.45, TANH, kind="input", width=1.2, height=0.45, fontsize=10)
     arrow(ax, (xo, top), (xo, 4.45 + 0.225), shrink=0)
     op(ax, xo, 3.3, r"$\odot$")
     arrow(ax, (xo, 4.45 - 0.225), (xo, 3.3 + 0.18), shrink=0)
@@ -173,55 +183,54 @@ def _output_branch(ax, x, y):
     _dot(ax, x, y)
     arrow(ax, (x, y), (9.3, y), shrink=0)
     label(ax, 9.35, y, time_label("h", "t"), ha="left")
-    label(ax, 9.35, y - 0.4, r"to $\hat{y}^{\langle t \rangle}$", ha="left", fontsize=9)
+    label(ax, 9.35, y - 0.4, r"to $\hat{y}^{\langle t \rangle}$", ha="left", fontsize=10)
+
+
+def _hop(ax, x, y):
+    """A gap in a horizontal line at (x, y), where a vertical line passes over it
+    without joining it (junctions have a dot)."""
+    ax.plot([x - 0.08, x + 0.08], [y, y], color="white", linewidth=4, zorder=1.5,
+            solid_capstyle="butt")
 
 
 def _gru(ax, cell: GRUCell):
-    """The GRU unit of (7.18)-(7.19) on a 10 x 6.4 canvas; the reset gate before the
-    product W_h~h (g_r * h) (the chapter's form) or after it (`reset_after`)."""
-    top, bus, gy = 5.4, 0.9, 2.6
+    """The GRU unit of (7.18)-(7.19) on a 10 x 6.4 canvas. The reset gate multiplies
+    h^<t-1> alone, on its way into h~^<t>: before the product W_h~h (g_r * h^<t-1>) (the
+    chapter's form), or after W_h~h h^<t-1> + b_hn (`reset_after`, PyTorch's); x^<t>
+    reaches h~^<t> on a line of its own."""
+    top, bus, gy, wire = 5.4, 0.9, 2.6, 0.5  # h^<t-1> line, (h, x) line, blocks, x alone
     names = {"r": r"$g_r^{\langle t \rangle}$", "u": r"$g_u^{\langle t \rangle}$",
              "h~": r"$\tilde{h}^{\langle t \rangle}$"}
-    xs = {"u": 2.3, "r": 3.9, "h~": 7.3}
+    xs = {"u": 2.3, "r": 3.9, "h~": 7.6}
     for s in cell.blocks:  # one box per block of W_hh, W_hx, b_h, as the cell holds them
         internal = s == "h~"
         _group(ax, xs[s], gy, names[s], TANH if internal else SIG,
                "state" if internal else "gate")
-    # h^<t-1> along the top, and down to the line feeding the blocks with x^<t>
+    # h^<t-1> along the top, and down to the line that feeds the two gates with x^<t>
     label(ax, 0.15, top, time_label("h", "t-1"), ha="left")
-    _line(ax, (1.0, top), (1.0, bus), (5.6, bus))
+    _line(ax, (1.0, top), (1.0, bus), (xs["r"], bus))
     _dot(ax, 1.0, top)
     label(ax, 1.5, 0.1, time_label("x", "t"))
     arrow(ax, (1.5, 0.3), (1.5, bus), shrink=0)
     _dot(ax, 1.5, bus)
     for s in ("u", "r"):
         arrow(ax, (xs[s], bus), (xs[s], gy - 0.425), shrink=0)
-    # the reset gate and the internal hidden state h~^<t>
-    xr = 5.6
-    if cell.reset_after:  # g_r * (W_h~h h^<t-1> + b_hn): after the product
-        box(ax, xr, 1.7, r"$W_{\tilde{h}h}\,\cdot + b_{hn}$", kind="input", width=1.5,
-            height=0.45, fontsize=9)
-        arrow(ax, (xr, bus), (xr, 1.7 - 0.225), shrink=0)
-        arrow(ax, (xr, 1.7 + 0.225), (xr, gy - 0.18), shrink=0)
-    else:  # W_h~h (g_r * h^<t-1>): before the product
-        arrow(ax, (xr, bus), (xr, gy - 0.18), shrink=0)
-    op(ax, xr, gy, r"$\odot$")
-    arrow(ax, (xs["r"] + 0.575, gy), (xr - 0.18, gy), shrink=0)
-    arrow(ax, (xr + 0.18, gy), (xs["h~"] - 0.575, gy), shrink=0)
-    _line(ax, (xr, bus), (xs["h~"], bus))
-    arrow(ax, (xs["h~"], bus), (xs["h~"], gy - 0.425), shrink=0)
-    # h^<t> = (1 - g_u) * h^<t-1> + g_u * h~^<t>
-    xu, xk, xa = xs["u"], xs["u"], xs["h~"]
+    # x^<t> alone into the internal hidden state h~^<t>
+    _dot(ax, 1.5, wire)
+    _line(ax, (1.5, wire), (xs["h~"], wire))
+    arrow(ax, (xs["h~"], wire), (xs["h~"], gy - 0.425), shrink=0)
+    # h^<t> = (1 - g_u) * h^<t-1> + g_u * h~^<t>: g_u to both products
+    xu, xk, xa = xs["u"], 6.6, xs["h~"]  # the gate, the keeping product, the sum
+    _line(ax, (xu, gy + 0.425), (xu, 3.6))
+    arrow(ax, (xu, 3.6), (xa - 0.18, 3.6), shrink=0)
+    op(ax, xa, 3.6, r"$\odot$")
+    arrow(ax, (xa, gy + 0.425), (xa, 3.6 - 0.18), shrink=0)
+    _dot(ax, xk, 3.6)
+    op(ax, xk, 4.45, r"$1-$", radius=0.24, fontsize=10)
+    arrow(ax, (xk, 3.6), (xk, 4.45 - 0.24), shrink=0)
+    arrow(ax, (xk, 4.45 + 0.24), (xk, top - 0.18), shrink=0)
     op(ax, xk, top, r"$\odot$")
     arrow(ax, (1.0, top), (xk - 0.18, top), shrink=0)
-    op(ax, xk, 4.45, r"$1-$", radius=0.24, fontsize=9)
-    _line(ax, (xu, gy + 0.425), (xu, 3.6))
-    _dot(ax, xu, 3.6)
-    arrow(ax, (xu, 3.6), (xu, 4.45 - 0.24), shrink=0)
-    arrow(ax, (xk, 4.45 + 0.24), (xk, top - 0.18), shrink=0)
-    op(ax, xa, 3.6, r"$\odot$")
-    arrow(ax, (xu, 3.6), (xa - 0.18, 3.6), shrink=0)
-    arrow(ax, (xa, gy + 0.425), (xa, 3.6 - 0.18), shrink=0)
     op(ax, xa, top, "+")
     arrow(ax, (xk + 0.18, top), (xa - 0.18, top), shrink=0)
     arrow(ax, (xa, 3.6 + 0.18), (xa, top - 0.18), shrink=0)
@@ -230,6 +239,21 @@ def _gru(ax, cell: GRUCell):
     _line(ax, (8.5, top), (8.5, 4.3))
     _output_branch(ax, 8.5, 4.3)
     _dot(ax, 8.5, top)
+    # the reset gate: g_r times h^<t-1> alone, taken from the top line, into h~^<t>
+    xr = 5.4
+    _dot(ax, xr, top)
+    _hop(ax, xr, 3.6)  # over the line of g_u, not joined to it
+    if cell.reset_after:  # g_r * (W_h~h h^<t-1> + b_hn): after the product
+        box(ax, xr, 4.45, r"$W_{\tilde{h}h}\,\cdot + b_{hn}$", kind="input", width=1.6,
+            height=0.45, fontsize=10)
+        arrow(ax, (xr, top), (xr, 4.45 + 0.225), shrink=0)
+        arrow(ax, (xr, 4.45 - 0.225), (xr, gy + 0.18), shrink=0)
+    else:  # W_h~h (g_r * h^<t-1>): before the product, inside h~^<t>
+        arrow(ax, (xr, top), (xr, gy + 0.18), shrink=0)
+    ax.patches[-1].set_zorder(2)  # over the gap
+    op(ax, xr, gy, r"$\odot$")
+    arrow(ax, (xs["r"] + 0.575, gy), (xr - 0.18, gy), shrink=0)
+    arrow(ax, (xr + 0.18, gy), (xs["h~"] - 0.575, gy), shrink=0)
 
 
 def draw_unit(cell, *, ax=None, title: str | None = None):
@@ -239,7 +263,10 @@ def draw_unit(cell, *, ax=None, title: str | None = None):
     chapter. Returns the figure (drawn on `ax` if given)."""
     if not isinstance(cell, LSTMCell | GRUCell):
         raise TypeError(f"cell must be an LSTMCell or a GRUCell, got {type(cell).__name__}")
+    own = ax is None
     fig, ax = canvas(10.0, 6.2, title=title, ax=ax)
+    if own:
+        _fill(fig, title)
     (_lstm if isinstance(cell, LSTMCell) else _gru)(ax, cell)
     return fig
 
