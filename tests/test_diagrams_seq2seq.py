@@ -99,3 +99,20 @@ def test_clear_errors():
         draw_attention_encoder_decoder(Seq2Seq(10, 12, 4, 5))
     with pytest.raises(TypeError, match="source must be a non-empty sequence of words"):
         draw_encoder_decoder(Seq2Seq(10, 12, 4, 5), source="We enjoyed")
+
+
+def test_fig_7_10_draws_where_s0_comes_from():
+    """s^<0> = tanh(W_init h_r^<1> + b_init): a line leaves the box of h_r^<1>, enters the
+    tanh layer, and the arrow labelled s^<0> goes on into the decoder's first unit."""
+    fig = draw_attention_encoder_decoder(AttentionSeq2Seq(10, 12, 4, 6, encoder_size=3))
+    ax = fig.axes[0]
+    (r1,) = [t for t in ax.texts if t.get_text() == "GRU\n$h_r^{\\langle 1 \\rangle}$"]
+    (layer,) = [t for t in ax.texts if t.get_text() == r"$\tanh$"]
+    (line,) = [line for line in ax.lines
+               if matplotlib.colors.same_color(line.get_color(), CODE_COLOUR)]
+    (x0, y0), (x1, y1) = line.get_xydata()[0], line.get_xydata()[-1]
+    (x_r1, y_r1), (x_layer, y_layer) = r1.get_position(), layer.get_position()
+    assert abs(x0 - x_r1) < 0.95 / 2 and y0 == pytest.approx(y_r1 - 0.8 / 2)  # its bottom
+    assert y1 == pytest.approx(y_layer) and x1 < x_layer  # into the tanh layer
+    assert "$s^{\\langle 0 \\rangle}$" in texts(fig)
+    assert len(code_arrows(fig)) == 1  # from the tanh layer into the decoder

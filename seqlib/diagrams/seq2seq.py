@@ -6,9 +6,10 @@
   the input of every decoder step and the output layer, (b). A model that reverses its
   source is drawn reading the source backwards, and one unit box is drawn per layer.
 - `draw_attention_encoder_decoder(model)`: Fig. 7.10, the encoder-decoder with attention
-  (`seqlib.seq2seq.AttentionSeq2Seq`): one encoder row per direction, the attention of
-  decoder step t with the query z_q = s^<t-1> and the keys and values v^<tau>, the score
-  the model uses, and what its output layer reads.
+  (`seqlib.seq2seq.AttentionSeq2Seq`): one encoder row per direction, the decoder's initial
+  state s^<0> = tanh(W_init h_r^<1> + b_init) drawn from the reverse state h_r^<1>, the
+  attention of decoder step t with the query z_q = s^<t-1> and the keys and values v^<tau>,
+  the score the model uses, and what its output layer reads.
 """
 
 from matplotlib import patheffects
@@ -107,9 +108,11 @@ def draw_attention_encoder_decoder(model, *, ax=None, title: str | None = None):
     """Fig. 7.10: `model` (a seqlib.seq2seq.AttentionSeq2Seq) with one encoder row per
     direction, v^<tau> = [h_f^<tau>; h_r^<tau>], the attention of decoder step t (query
     z_q^<t> = s^<t-1>, keys and values v^<tau>, the model's score), and the decoder from
-    <start> to <stop>. With `model.deep_output` the output y_hat^<t> also reads u^<t> and
-    y_hat^<t-1> (dashed). Returns the figure, 8.6 inches wide, its text large enough that
-    the time superscripts stay legible at a book's column width."""
+    <start> to <stop>, whose initial state s^<0> comes from h_r^<1> through the layer
+    `model.decoder.initial` and a tanh (the chapter leaves s^<0> open). With
+    `model.deep_output` the output y_hat^<t> also reads u^<t> and y_hat^<t-1> (dashed).
+    Returns the figure, 8.8 inches wide, its text large enough that the time superscripts
+    stay legible at a book's column width."""
     if not isinstance(model, AttentionSeq2Seq):
         raise TypeError(f"model must be a seqlib.seq2seq.AttentionSeq2Seq, got "
                         f"{type(model).__name__}")
@@ -137,7 +140,7 @@ def draw_attention_encoder_decoder(model, *, ax=None, title: str | None = None):
         return out
 
     x_enc = xs(0.85, enc_t, 1.55)
-    x_dec = xs(x_enc[-1] + 2.35, dec_t, 1.5)
+    x_dec = xs(x_enc[-1] + 2.6, dec_t, 1.45)
     y_in, y_row, dy = 0.8, 2.05, 1.2
     y_rows = [y_row + d * dy for d in range(directions)]
     y_v = y_rows[-1] + 1.1
@@ -191,8 +194,16 @@ def draw_attention_encoder_decoder(model, *, ax=None, title: str | None = None):
         arrow(ax, (x, y_in + gap), (x, y_dec - h / 2))
         arrow(ax, (x, y_dec + h / 2), (x, y_out - gap))
         label(ax, x, y_out, dec_out[j], fontsize=times if "$" in dec_out[j] else text)
-    arrow(ax, (x_dec[0] - w / 2 - 0.95, y_dec), (x_dec[0] - w / 2, y_dec),
-          time_label("s", "0"), text_offset=(-0.05, 0.32), fontsize=times)
+    # s^<0> = tanh(W_init h_r^<1> + b_init): from the reverse state that read the whole
+    # sentence, between the two rows, through the layer W_init, b_init in the gap
+    x_r1 = x_enc[0] + offsets[-1] - 0.2  # leaves the bottom of h_r^<1> (the last row)
+    x_init = x_enc[-1] + offsets[-1] + w / 2 + 0.45  # the tanh layer
+    ax.plot([x_r1, x_r1, x_init - 0.3], [y_rows[-1] - h / 2, y_dec, y_dec],
+            color=CODE_COLOUR, lw=1.0, zorder=0.9)  # under the boxes and the arrows it crosses
+    box(ax, x_init, y_dec, r"$\tanh$", kind="layer", width=0.6, height=0.45, fontsize=text,
+        edgecolor=CODE_COLOUR)
+    arrow(ax, (x_init + 0.3, y_dec), (x_dec[0] - w / 2, y_dec), time_label("s", "0"),
+          text_offset=(0.0, 0.32), fontsize=times, colour=CODE_COLOUR)
     for xs_, words in [(x_enc, "Encoder"), (x_dec, "Decoder")]:
         label(ax, (xs_[0] + xs_[-1]) / 2, 0.2, words, fontsize=text, weight="bold")
 
@@ -206,12 +217,13 @@ def draw_attention_encoder_decoder(model, *, ax=None, title: str | None = None):
     bottom = y_att - att_h / 2
     for x, _ in columns:
         arrow(ax, (x, y_v + gap), (x, bottom), colour=red)
-    x_q, x_u = x_dec[2] + 0.27, x_dec[3] - 0.3
-    arrow(ax, (x_dec[2] + w / 2 - 0.1, y_dec + h / 2), (x_q, bottom), colour=red)
+    # the query leaves s^<t-1> to the right of the label y_hat^<t-1>, clear of it
+    x_q, x_u = x_dec[2] + 0.62, x_dec[3] - 0.3
+    arrow(ax, (x_dec[2] + w / 2 - 0.06, y_dec + h / 2), (x_q, bottom), colour=red)
     label(ax, x_q - 0.16, (y_out + bottom) / 2 + 0.25, time_label("z_q", "t"), fontsize=times,
           ha="right", color=red)
     arrow(ax, (x_u, bottom), (x_dec[3] - w / 2 + 0.1, y_dec + h / 2), colour=red)
-    label(ax, x_u + 0.04, (y_out + bottom) / 2 + 0.3, time_label("u", "t"), fontsize=times,
+    label(ax, x_u + 0.04, (y_out + bottom) / 2 + 0.22, time_label("u", "t"), fontsize=times,
           ha="left", color=red)
     if model.deep_output:  # the output also reads u^<t> and y_hat^<t-1>
         x, end = x_dec[3], (x_dec[3] - w / 2 + 0.1, y_dec + h / 2)
