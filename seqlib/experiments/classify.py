@@ -8,8 +8,8 @@ a linear layer to the logits of the classes (B, q); S_softmax of the logits is y
 the two apart lets any encoder be trained, or pretrained elsewhere, under the same head.
 
 Batches are checked by seqlib.checks.check_source. The encoders, each exact under padding
-(a padded batch gives each sentence the output it gets alone; tests/test_classify.py checks
-it):
+(a padded batch gives each sentence the output it gets alone;
+tests/experiments/test_classify.py checks it):
 
 - `BagOfEmbeddings`: the mean of the word vectors of the real tokens;
 - `RecurrentEncoder`: an LSTM (7.16)-(7.17) or GRU (7.18)-(7.19) of seqlib.gated. One

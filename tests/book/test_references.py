@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pybtex.database import parse_file
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CITE = re.compile(r"\{cite:[a-z]+\}`([^`]+)`")
 
 

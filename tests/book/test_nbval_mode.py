@@ -13,7 +13,7 @@ import pytest
 
 from seqlib import kernels
 
-sys.path.insert(0, str(pathlib.Path(__file__).parent))
+sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))
 import nbval_mode  # noqa: E402
 
 SCRIPT = pathlib.Path(nbval_mode.__file__)

@@ -5,8 +5,8 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 import torch
+from library.test_decoding import END, GO, MISSED
 from matplotlib.patches import FancyBboxPatch
-from test_decoding import END, GO, MISSED
 
 from seqlib.decoding import beam_trace
 from seqlib.diagrams import COLOURS, legible

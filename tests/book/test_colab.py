@@ -5,7 +5,7 @@ The test makes a fresh virtual environment (tests/fresh_env.py), installs into i
 bound of each of pyproject's ranges for ipywidgets, numpy and matplotlib (exactly),
 torch==2.13.0, the test tools and the seqlib package itself (not editable: as Colab's set-up
 cell installs it), and checks that the installed versions are those. Then, in that
-environment, it runs the widget tests (tests/test_widgets.py) and nbval over chapter 03,
+environment, it runs the widget tests (tests/diagrams/test_widgets.py) and nbval over chapter 03,
 whose spectral-radius explorer is built by seqlib.diagrams.widgets.
 
 It downloads packages from the package index and takes minutes: `make test` leaves it out,
@@ -27,4 +27,4 @@ def test_widgets_with_ipywidgets_7_and_the_oldest_numpy_and_matplotlib(tmp_path)
     venv = tmp_path / "venv"
     report = install(venv, create(venv, sys.executable), pins)
     assert report["ipywidgets"].startswith("7."), report
-    run_tests(venv, ["tests/test_widgets.py", CHAPTER])
+    run_tests(venv, ["tests/diagrams/test_widgets.py", CHAPTER])

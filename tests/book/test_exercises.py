@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("exercises_page", ROOT / "book" / "exercises.py")
 exercises_page = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(exercises_page)

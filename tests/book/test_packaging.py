@@ -8,7 +8,7 @@ import yaml
 from fresh_env import claimed_pythons
 from packaging.requirements import Requirement
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def pyproject() -> dict:

@@ -3,7 +3,7 @@ book's worked solution passes and prints one line, a known wrong attempt fails w
 message that names its mistake, something that cannot be called is refused with a message
 that names the argument, the signature and what was given, and the caller's random state
 is left as it was. The worked solutions are those of the pages' own tests
-(tests/test_exercises_<module>.py), which also try more wrong attempts per checker."""
+(tests/exercises/test_<module>.py), which also try more wrong attempts per checker."""
 
 import ast
 import pathlib
@@ -12,31 +12,31 @@ import random
 import numpy as np
 import pytest
 import torch
-from test_exercises_attention import additive_attention
-from test_exercises_attention import with_mistake as attention_with
-from test_exercises_captioning import grid_attention
-from test_exercises_decoding import beam_step, fit_temperature
-from test_exercises_embeddings import analogy, with_options
-from test_exercises_encoder_decoder import decoder_with, greedy_decode
-from test_exercises_forecasting import companion, feed_back
-from test_exercises_gated import gru_step, peephole
-from test_exercises_language_models import top_p_filter
-from test_exercises_length import carried
-from test_exercises_recurrent import per_token, rnn_forward, sequence_loss, truncated_bptt
-from test_exercises_scores import additive
-from test_exercises_self_attention import multi_head_attention
-from test_exercises_self_attention import with_mistake as heads_with
-from test_exercises_sentiment import bidirectional_ends, masked_mean, swapped
-from test_exercises_stacking import bidirectional
-from test_exercises_subwords import leftmost_first, unweighted
-from test_exercises_trainability import masked
-from test_exercises_transformer import post_norm, pre_norm, right, rms_norm_class
-from test_exercises_transformer_lm import solution as min_p_filter
-from test_exercises_translation import log_probs
-from test_exercises_translation import solution as sequence_log_prob
-from test_exercises_window import windows
 
 import seqlib.exercises as exercises
+from exercises.test_attention import additive_attention
+from exercises.test_attention import with_mistake as attention_with
+from exercises.test_captioning import grid_attention
+from exercises.test_decoding import beam_step, fit_temperature
+from exercises.test_embeddings import analogy, with_options
+from exercises.test_encoder_decoder import decoder_with, greedy_decode
+from exercises.test_forecasting import companion, feed_back
+from exercises.test_gated import gru_step, peephole
+from exercises.test_language_models import top_p_filter
+from exercises.test_length import carried
+from exercises.test_recurrent import per_token, rnn_forward, sequence_loss, truncated_bptt
+from exercises.test_scores import additive
+from exercises.test_self_attention import multi_head_attention
+from exercises.test_self_attention import with_mistake as heads_with
+from exercises.test_sentiment import bidirectional_ends, masked_mean, swapped
+from exercises.test_stacking import bidirectional
+from exercises.test_subwords import leftmost_first, unweighted
+from exercises.test_trainability import masked
+from exercises.test_transformer import post_norm, pre_norm, right, rms_norm_class
+from exercises.test_transformer_lm import solution as min_p_filter
+from exercises.test_translation import log_probs
+from exercises.test_translation import solution as sequence_log_prob
+from exercises.test_window import windows
 from seqlib.exercises import ExerciseError
 from seqlib.exercises.toolkit import (
     close,

@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 import torch.nn.functional as F
-from test_lm import TEXT, UNITS, tiny_model
+from library.test_lm import TEXT, UNITS, tiny_model
 
 from seqlib import lm
 from seqlib.experiments import shakespeare, streams

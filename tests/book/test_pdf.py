@@ -38,7 +38,7 @@ import pypdfium2 as pdfium
 import pytest
 import yaml
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 PDF = pathlib.Path(os.environ.get("SEQLIB_PDF", REPO / "_build" / "pdf" / "book.pdf")).resolve()
 RAW_TEX = ("$$", "\\(", "\\)", "\\[", "\\]", "\\begin{")
 # Tags that remove a cell's output from the book.

@@ -36,7 +36,7 @@ except ImportError:  # the test then skips, or fails under CI
     sync_playwright = None
     PlaywrightTimeout = TimeoutError
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOK = "notebooks/03_backpropagation_through_time.ipynb"
 WIDGET_CALL = "spectral_radius_explorer("
 SLIDER = "radius"

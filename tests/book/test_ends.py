@@ -42,7 +42,7 @@ LEFT_OUT = {"test_colab.py", "test_ends.py", "test_html.py", "test_pdf.py", "tes
 
 
 def unit_tests() -> list[str]:
-    return sorted(f"tests/{path.name}" for path in (REPO / "tests").glob("test_*.py")
+    return sorted(str(path.relative_to(REPO)) for path in (REPO / "tests").rglob("test_*.py")
                   if path.name not in LEFT_OUT)
 
 

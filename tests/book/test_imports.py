@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-SEQLIB = pathlib.Path(__file__).resolve().parents[1] / "seqlib"
+SEQLIB = pathlib.Path(__file__).resolve().parents[2] / "seqlib"
 
 
 def loaded_after(statement: str) -> list[str]:

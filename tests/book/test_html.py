@@ -47,7 +47,7 @@ except ImportError:  # the test then skips, or fails under CI
     sync_playwright = None
     PlaywrightTimeout = TimeoutError
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 HTML_DIR = pathlib.Path(os.environ.get("SEQLIB_HTML_DIR", REPO / "_build" / "html")).resolve()
 # The book's sources sit two levels above its HTML output (<book>/_build/html).
 SOURCE_DIR = HTML_DIR.parents[1]
