@@ -34,10 +34,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlib.checks import check_config, check_source, positive_int
+from seqlib.checks import check_source, positive_int
 from seqlib.experiments import runs
 from seqlib.experiments.sentences import batch_indices
 from seqlib.gated import GRU, LSTM
+from seqlib.pages.config import check_config
 from seqlib.positional import PositionalEmbedding
 from seqlib.text import pad_batch, reverse_padded
 from seqlib.training import adamw

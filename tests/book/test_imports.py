@@ -91,7 +91,7 @@ def test_the_chapter_library_never_imports_a_subpackage_and_nothing_cycles():
 EXPERIMENTS = {"translation", "sentiment", "captioning", "forecasting", "window", "length",
                "trainability", "pretraining"}
 SHARED = {"runs", "shakespeare", "streams", "sentences", "datasets", "classify", "ngrams",
-          "bpe", "digits", "calibration", "word2vec", "recipe"}
+          "bpe", "digits", "calibration", "word2vec"}
 COMMAND_LINE = {"distributed"}
 
 

@@ -5,12 +5,12 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 import torch
-from library.test_decoding import END, GO, MISSED
 from matplotlib.patches import FancyBboxPatch
+from pages.test_decoding import END, GO, MISSED
 
-from seqlib.decoding import beam_trace
 from seqlib.diagrams import COLOURS, legible
 from seqlib.diagrams.beam import draw_beam_search
+from seqlib.pages.decoding import beam_trace
 
 WORDS = ["<start>", "<stop>", "x", "y", "z"]
 

@@ -11,7 +11,7 @@ from seqlib.decoding import beam_search, greedy
 from seqlib.experiments import captioning as cp
 from seqlib.experiments import digits as dg
 from seqlib.experiments import runs
-from seqlib.utils import seed_everything
+from seqlib.pages.seeds import seed_everything
 
 
 def fake_digits(n=60):

@@ -17,6 +17,7 @@ from seqlib.experiments.classify import (
     saliency,
 )
 from seqlib.gated import GRU, LSTM
+from seqlib.pages.config import profile
 from seqlib.text import pad_batch
 
 V = 30
@@ -207,7 +208,7 @@ def test_word2vec_vectors(tmp_path, monkeypatch):
 
 
 def test_profiles():
-    assert runs.profile(sentiment.BOOK_PROFILE, sentiment.FULL_PROFILE) in (
+    assert profile(sentiment.BOOK_PROFILE, sentiment.FULL_PROFILE) in (
         sentiment.BOOK_PROFILE, sentiment.FULL_PROFILE)
     assert set(classify.FIT_KEYS) <= set(sentiment.BOOK_PROFILE)
     assert classify.CLASSES == ("negative", "positive")

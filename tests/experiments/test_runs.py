@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from seqlib import lm
-from seqlib.experiments import runs, shakespeare, streams
+from seqlib.experiments import runs, streams
 from seqlib.text import char_vocab
 from seqlib.training import adam, warmup_cosine, warmup_linear
 
@@ -48,19 +48,6 @@ def test_editing_a_module_changes_the_keys_of_the_runs_that_use_it_only(monkeypa
     monkeypatch.setattr(runs, "_source",
                         lambda p: read(p) + (b"# an edit\n" if p == path else b""))
     assert (key() != before) == changes
-
-
-def test_profile_reads_seqlib_full(monkeypatch):
-    book, full = shakespeare.BOOK_PROFILE, shakespeare.FULL_PROFILE
-    monkeypatch.delenv("SEQLIB_FULL", raising=False)
-    assert runs.profile(book, full) == book
-    monkeypatch.setenv("SEQLIB_FULL", "1")
-    assert runs.profile(book, full) == full
-    monkeypatch.setenv("SEQLIB_FULL", "0")
-    config = runs.profile({"nested": {"steps": 2000}}, full)
-    config["nested"]["steps"] = 1  # a deep copy: the profile itself is unchanged
-    assert runs.profile({"nested": {"steps": 2000}}, full)["nested"]["steps"] == 2000
-    assert shakespeare.BOOK_PROFILE["steps"] == 2000
 
 
 def record(**changes):

@@ -6,7 +6,7 @@ import torch
 
 from seqlib.experiments import runs, streams, trainability
 from seqlib.lm import TransformerLM
-from seqlib.utils import seed_everything
+from seqlib.pages.seeds import seed_everything
 
 V = 11
 CONFIG = dict(batch_size=4, context=8, steps=12, lr=3e-3, warmup=3, record_every=5)

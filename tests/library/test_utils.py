@@ -1,4 +1,4 @@
-"""Helpers: seeding, device choice, parameter counts and the training loop."""
+"""Helpers: device choice, parameter counts and the training loop."""
 
 import copy
 
@@ -7,32 +7,7 @@ import torch
 from torch import nn
 
 import seqlib
-
-
-def test_seed_everything_returns_a_reproducible_cpu_generator():
-    a = torch.randn(5, generator=seqlib.seed_everything(7))
-    b = torch.randn(5, generator=seqlib.seed_everything(7))
-    assert torch.equal(a, b)
-    assert torch.are_deterministic_algorithms_enabled()
-    with pytest.raises(TypeError, match="seed must be an int"):
-        seqlib.seed_everything(1.5)
-
-
-def test_seqlib_seed_offsets_every_seed(monkeypatch):
-    monkeypatch.delenv("SEQLIB_SEED", raising=False)
-    assert seqlib.utils.book_seed(7) == 7
-    zero = torch.randn(5, generator=seqlib.generator(7))
-    assert torch.equal(zero, torch.randn(5, generator=torch.Generator().manual_seed(7)))
-    monkeypatch.setenv("SEQLIB_SEED", "2")
-    assert seqlib.utils.book_seed(7) == 9
-    assert torch.equal(torch.randn(5, generator=seqlib.generator(7)),
-                       torch.randn(5, generator=torch.Generator().manual_seed(9)))
-    seqlib.seed_everything(7)
-    assert torch.equal(torch.randn(5), torch.randn(5, generator=torch.Generator().manual_seed(9)))
-    for bad in ["-1", "one", "1.5"]:
-        monkeypatch.setenv("SEQLIB_SEED", bad)
-        with pytest.raises(ValueError, match=f"SEQLIB_SEED='{bad}' is not a seed offset"):
-            seqlib.generator(0)
+from seqlib.pages.seeds import seed_everything
 
 
 def test_default_device_honours_the_variable(monkeypatch):
@@ -57,7 +32,7 @@ def test_count_parameters():
 
 
 def regression_problem():
-    gen = seqlib.seed_everything(0)
+    gen = seed_everything(0)
     x = torch.randn(64, 3, generator=gen)
     y = x @ torch.tensor([1.0, -2.0, 0.5]) + 0.1
 

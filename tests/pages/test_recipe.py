@@ -1,4 +1,4 @@
-"""The recipe of a run, read off its record (seqlib.experiments.recipe)."""
+"""The recipe of a run, read off its record (seqlib.pages.recipe)."""
 
 from functools import partial
 
@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from seqlib.experiments import runs
-from seqlib.experiments.recipe import recipe
+from seqlib.pages.recipe import recipe
 from seqlib.training import adamw, warmup_cosine
 
 

@@ -3,7 +3,7 @@ trains, for how many steps of how many examples, on which loss, with which optim
 learning-rate schedule and clipping. The training pages print it beside the code that makes
 the run, so the reader sees the recipe whatever machinery trains it.
 
-Not imported by any experiment: the model cache's key does not depend on this module.
+A tool of the book's pages: the model cache's key does not depend on this module.
 """
 
 from functools import partial

@@ -26,7 +26,7 @@ def pin() -> dict:
     outputs and every claim, not the trained digits. Returns `settings()`."""
     if platform.machine().lower() in X86_64:
         if "torch" in sys.modules and any(os.environ.get(k) != v for k, v in PINS.items()):
-            warnings.warn("seqlib.kernels.pin() ran after torch was imported, so the kernels "
+            warnings.warn("seqlib.pages.kernels.pin() ran after torch was imported, so the kernels "
                           "may not be held to AVX2: restart the kernel and run the set-up "
                           "cell first", stacklevel=2)
         for name, value in PINS.items():
