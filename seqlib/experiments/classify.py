@@ -42,7 +42,7 @@ from seqlib.pages.config import check_config
 from seqlib.positional import PositionalEmbedding
 from seqlib.text import pad_batch, reverse_padded
 from seqlib.training import adamw
-from seqlib.transformer import TransformerBlock
+from seqlib.transformer import PreNormBlock, TransformerBlock
 
 CLASSES = ("negative", "positive")  # label 0 and 1 of seqlib.experiments.datasets.movie_reviews
 KINDS = ("bag", "lstm", "bilstm", "bigru", "transformer")
@@ -108,8 +108,8 @@ class TransformerEncoder(nn.Module):
         self.embedding = nn.Embedding(positive_int("vocab_size", vocab_size), positive_int("p", p))
         self.positions = PositionalEmbedding(max_len, p)
         self.dropout = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList(TransformerBlock(p, heads, m, m, n1, dropout=block_dropout,
-                                                     norm_first=norm_first)
+        block = PreNormBlock if norm_first else TransformerBlock
+        self.blocks = nn.ModuleList(block(p, heads, m, m, n1, dropout=block_dropout)
                                     for _ in range(positive_int("num_layers", num_layers)))
         self.output_size = p
 

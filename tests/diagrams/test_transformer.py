@@ -17,6 +17,8 @@ from seqlib.diagrams import legible  # noqa: E402
 from seqlib.diagrams import transformer as diagrams  # noqa: E402
 from seqlib.self_attention import MultiHeadAttention  # noqa: E402
 from seqlib.transformer import (  # noqa: E402
+    PreNormBlock,
+    PreNormDecoderBlock,
     Transformer,
     TransformerBlock,
     TransformerDecoderBlock,
@@ -65,8 +67,8 @@ def test_multi_head_attention_fig_7_13_one_column_per_head(heads, shown):
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_transformer_blocks_fig_7_15_one_element_per_step(norm_first):
-    encoder = TransformerBlock(8, 2, n1=16, norm_first=norm_first)
-    decoder = TransformerDecoderBlock(8, 2, n1=16, norm_first=norm_first)
+    encoder = (PreNormBlock if norm_first else TransformerBlock)(8, 2, n1=16)
+    decoder = (PreNormDecoderBlock if norm_first else TransformerDecoderBlock)(8, 2, n1=16)
     fig = diagrams.transformer_blocks(encoder, decoder)
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     for ax, block in zip(fig.axes, (encoder, decoder), strict=True):

@@ -59,7 +59,7 @@ def test_recorded_runs_trained_together_are_saved_then_loaded(monkeypatch, tmp_p
     train_ids, val_ids = stream(), stream(120, seed=1)
     pre = trainability.recorded_run("pre", model(), train_ids, val_ids, CONFIG)
     first = runs.trained_together([pre, trainability.recorded_run(
-        "no-residual", model(residual=False), train_ids, val_ids, CONFIG)])
+        "no-residual", model(block=trainability.NoResidualBlock), train_ids, val_ids, CONFIG)])
     assert len(list(tmp_path.glob("*.pt"))) == 2
     fresh = model()
     monkeypatch.setattr(runs, "fit", None)  # a second run must not train
@@ -79,3 +79,16 @@ def test_a_dropout_run_does_not_depend_on_the_generator_it_finds():
 
     assert losses(1) == losses(2)
     assert losses(1, CONFIG | dict(seed=5)) != losses(1)
+
+
+def test_the_block_without_residual_connections():
+    """(7.31) without the terms a_in and u_[2]: nothing of a block's input reaches its output
+    but through its sublayers, and its steps name no residual connection."""
+    torch.manual_seed(0)
+    block = trainability.NoResidualBlock(8, 2, n1=12)
+    x = torch.randn(2, 5, 8)
+    attend = lambda z: block.attention(z, causal=True)[0]  # noqa: E731
+    expected = block.norm2(block.feed_forward(block.norm1(attend(x))))
+    torch.testing.assert_close(block(x, causal=True), expected)
+    names = [name for name, _ in block.steps()]
+    assert not any("residual" in name for name in names) and len(names) == 4

@@ -16,6 +16,8 @@ from seqlib.self_attention import MultiHeadAttention
 from seqlib.text import SPECIALS, char_vocab, pad_batch
 from seqlib.transformer import (
     LayerNorm,
+    PreNormBlock,
+    PreNormDecoderBlock,
     Transformer,
     TransformerBlock,
     TransformerDecoderBlock,
@@ -97,6 +99,7 @@ def test_block_from_torch_outputs_and_gradients(norm_first, batch_first, masking
     randomize_(ref)
     ref.eval()
     ours = TransformerBlock.from_torch(ref)
+    assert type(ours) is (PreNormBlock if norm_first else TransformerBlock)
     assert ours.norm_first == norm_first and ours.norm1.eps == 1e-4
     B, T = 3, 5
     x = randn(B, T, 8)
@@ -131,7 +134,8 @@ def test_decoder_block_equals_torch_decoder_layer(norm_first):
     ref = nn.TransformerDecoderLayer(8, 2, 12, dropout=0.0, norm_first=norm_first,
                                      batch_first=True).double()
     randomize_(ref)
-    ours = TransformerDecoderBlock(8, 2, n1=12, norm_first=norm_first, bias=True).double()
+    Block = PreNormDecoderBlock if norm_first else TransformerDecoderBlock
+    ours = Block(8, 2, n1=12, bias=True).double()
     ours.self_attention.load_state_dict(MultiHeadAttention.from_torch(ref.self_attn)
                                         .state_dict())
     ours.cross_attention.load_state_dict(MultiHeadAttention.from_torch(ref.multihead_attn)
@@ -180,8 +184,9 @@ def test_block_padding_and_causality():
 @pytest.mark.parametrize("decoder", [False, True])
 def test_steps_are_what_forward_runs_in_order(decoder, norm_first):
     torch.manual_seed(0)
-    Block = TransformerDecoderBlock if decoder else TransformerBlock
-    block = Block(8, 2, n1=12, norm_first=norm_first)
+    Block = {(False, False): TransformerBlock, (False, True): PreNormBlock,
+             (True, False): TransformerDecoderBlock, (True, True): PreNormDecoderBlock}
+    block = Block[decoder, norm_first](8, 2, n1=12)
     steps = block.steps()
     assert len(steps) == (6 if decoder else 4)  # the chapter's count: 6 against 4
     ran = []
@@ -208,7 +213,7 @@ def test_pre_norm_block_equals_torch_norm_first_layer_with_copied_weights(batch_
     torch.manual_seed(0)
     ref = randomize_(nn.TransformerEncoderLayer(8, 2, 12, dropout=0.0, norm_first=True,
                                                 batch_first=batch_first).double()).eval()
-    ours = TransformerBlock(8, 2, n1=12, norm_first=True, bias=True).double()
+    ours = PreNormBlock(8, 2, n1=12, bias=True).double()
     W_q, W_k, W_v = ref.self_attn.in_proj_weight.chunk(3)
     b_q, b_k, b_v = ref.self_attn.in_proj_bias.chunk(3)
     a = ours.attention
@@ -227,28 +232,35 @@ def test_pre_norm_block_equals_torch_norm_first_layer_with_copied_weights(batch_
                                out_ref if batch_first else out_ref.transpose(0, 1), **TOL)
 
 
-@pytest.mark.parametrize("norm_first", [False, True])
-def test_block_without_residual_connections(norm_first):
+def test_the_blocks_forward_is_the_two_lines_of_7_31_and_pre_norm_a_variant():
+    """TransformerBlock.forward runs (7.31) alone: u_[2] = LayerNorm(a_in + MultiHead(a_in)),
+    a_out = LayerNorm(u_[2] + FeedForward(u_[2])); PreNormBlock moves each LayerNorm before
+    its sublayer; the LM builds the one or the other, or a block class it is given."""
     torch.manual_seed(0)
-    block = randomize_(TransformerBlock(8, 2, n1=12, norm_first=norm_first, residual=False))
-    with_residual = TransformerBlock(8, 2, n1=12, norm_first=norm_first)
-    with_residual.load_state_dict(block.state_dict())  # the same parameters
+    post = randomize_(TransformerBlock(8, 2, n1=12))
+    pre = PreNormBlock(8, 2, n1=12)
+    pre.load_state_dict(post.state_dict())  # the same parameters
     x = torch.randn(2, 5, 8)
-    attend = lambda z: block.attention(z, causal=True)[0]  # noqa: E731
-    if norm_first:  # FeedForward(LN~(MultiHead(LN(x)))): nothing of x is added back
-        expected = block.feed_forward(block.norm2(attend(block.norm1(x))))
-    else:  # (7.31) without the term a_in, and the second step without u_[2]
-        expected = block.norm2(block.feed_forward(block.norm1(attend(x))))
-    torch.testing.assert_close(block(x, causal=True), expected)
-    assert not torch.allclose(with_residual(x, causal=True), expected)
-    names = [name for name, _ in block.steps()]
-    assert not any("residual" in name for name in names) and len(names) == 4
-    lm_model = TransformerLM(11, 8, 2, 12, 3, max_len=6, residual=False, norm_first=norm_first)
-    assert all(not b.residual and b.norm_first == norm_first for b in lm_model.blocks)
-    assert isinstance(lm_model.norm, LayerNorm if norm_first else nn.Identity)
-    default = TransformerLM(11, 8, 2, 12, 3, max_len=6)  # the default: pre-norm, residuals
-    assert all(b.residual and b.norm_first for b in default.blocks)
+    attend = lambda z: post.attention(z, causal=True)[0]  # noqa: E731
+    u2 = post.norm1(x + attend(x))
+    torch.testing.assert_close(post(x, causal=True), post.norm2(u2 + post.feed_forward(u2)))
+    v2 = x + attend(post.norm1(x))
+    torch.testing.assert_close(pre(x, causal=True),
+                               v2 + post.feed_forward(post.norm2(v2)))
     assert TransformerBlock(8, 2).residual and not TransformerBlock(8, 2).norm_first
+    assert PreNormBlock(8, 2).norm_first
+    lm_model = TransformerLM(11, 8, 2, 12, 3, max_len=6, norm_first=False)
+    assert all(type(b) is TransformerBlock for b in lm_model.blocks)
+    assert isinstance(lm_model.norm, nn.Identity)
+    default = TransformerLM(11, 8, 2, 12, 3, max_len=6)  # the default: pre-norm
+    assert all(type(b) is PreNormBlock for b in default.blocks)
+    assert isinstance(default.norm, LayerNorm)
+
+    class Other(TransformerBlock):
+        pass
+
+    given = TransformerLM(11, 8, 2, 12, 3, max_len=6, norm_first=False, block=Other)
+    assert all(type(b) is Other for b in given.blocks)
 
 
 def test_pad_to_length_the_chapters_toy():
