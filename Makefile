@@ -37,7 +37,7 @@ NBVAL_PAGES := $(if $(strip $(PAGES)),$(filter $(foreach n,$(PAGES),notebooks/$(
 # of the book offset by it) and a GPU mean portable mode.
 NBVAL_MODE ?=
 
-.PHONY: setup book pdf test nbval claims test-colab test-oldest test-newest test-gpu gpu-check execute lab \
+.PHONY: setup book pdf check test nbval claims test-colab test-oldest test-newest test-gpu gpu-check execute lab \
 	bench clean
 
 setup: $(STAMP)
@@ -54,23 +54,32 @@ book: $(STAMP)
 	@echo "The book is in _build/html: open _build/html/index.html in a browser."
 
 # The printable book: the single-page build, typeset by MathJax and printed by headless
-# Chromium (book/pdf.py), then checked (tests/test_pdf.py).
+# Chromium (book/pdf.py), then checked (tests/book/test_pdf.py).
 pdf: $(STAMP)
 	rm -rf _build/singlehtml _build/pdf
 	$(BIN)/jupyter-book build . --builder singlehtml -W -n --keep-going
 	$(BIN)/python book/pdf.py --html _build/singlehtml --out _build/pdf/book.pdf
-	$(BIN)/pytest -p no:cacheprovider tests/test_pdf.py
+	$(BIN)/pytest -p no:cacheprovider tests/book/test_pdf.py
 	@echo "The printable book is _build/pdf/book.pdf."
+
+# ruff and the unit tests, without the notebooks (a few minutes): the fast check of a change.
+# The tests are laid out as the package: tests/library (the chapter's modules), experiments,
+# exercises, diagrams, pages (the pages' tooling), book (the book's files, its build, its
+# environments); those that build the book or make environments of their own are left to
+# `test`, `pdf`, `test-colab` and `test-oldest`/`test-newest`.
+check: $(STAMP)
+	$(BIN)/ruff check seqlib tests benchmarks book
+	$(BIN)/pytest -p no:cacheprovider -n $(JOBS) tests --ignore=tests/book/test_html.py \
+		--ignore=tests/book/test_pdf.py --ignore=tests/book/test_colab.py \
+		--ignore=tests/book/test_ends.py
 
 # The first line says which nbval mode this machine gets and why (the nbval step decides again).
 test: $(STAMP)
 	@NBVAL_MODE=$(NBVAL_MODE) $(BIN)/python tests/nbval_mode.py > /dev/null
-	$(BIN)/ruff check seqlib tests benchmarks
-	$(BIN)/pytest -p no:cacheprovider -n $(JOBS) tests --ignore=tests/test_html.py \
-		--ignore=tests/test_pdf.py --ignore=tests/test_colab.py --ignore=tests/test_ends.py
+	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory nbval
 	$(MAKE) book
-	$(BIN)/pytest -p no:cacheprovider -n $(JOBS) tests/test_html.py
+	$(BIN)/pytest -p no:cacheprovider -n $(JOBS) tests/book/test_html.py
 	@if [ -z "$$CI" ] && [ -z "$$SEQLIB_CHROMIUM" ] && ! command -v chromium >/dev/null \
 		&& ! command -v chromium-browser >/dev/null; then \
 		echo "SKIPPED make pdf: no Chromium (apt-get install chromium, or set SEQLIB_CHROMIUM)"; \
@@ -106,16 +115,16 @@ claims: $(STAMP)
 
 # Colab's older environment: ipywidgets 7 and the oldest numpy and matplotlib that
 # pyproject.toml allows, installed from the package index into a fresh virtual environment,
-# where the widget tests and chapter 03 run (tests/test_colab.py; minutes, so not in `test`).
+# where the widget tests and chapter 03 run (tests/book/test_colab.py; minutes, so not in `test`).
 test-colab: $(STAMP)
-	$(BIN)/pytest -p no:cacheprovider tests/test_colab.py
+	$(BIN)/pytest -p no:cacheprovider tests/book/test_colab.py
 
 # Both ends of pyproject.toml's ranges, each in a fresh virtual environment from the package
-# index, where the unit tests and three chapters (nbval) run (tests/test_ends.py): the oldest
+# index, where the unit tests and three chapters (nbval) run (tests/book/test_ends.py): the oldest
 # Python it claims with the lower bound of every runtime dependency, and the newest Python it
 # claims with the newest release of each. Each downloads a few GB and takes many minutes.
 test-oldest test-newest: test-%: $(STAMP)
-	$(BIN)/pytest -p no:cacheprovider -s tests/test_ends.py::test_$*
+	$(BIN)/pytest -p no:cacheprovider -s tests/book/test_ends.py::test_$*
 
 # On a GPU: every page in portable mode, its models trained there (a fresh model cache).
 test-gpu: $(STAMP)

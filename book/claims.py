@@ -44,7 +44,7 @@ from functools import partial
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from seqlib.kernels import processor  # noqa: E402  (imports no torch)
+from seqlib.pages.kernels import processor  # noqa: E402  (imports no torch)
 
 LEDGER = ROOT / "book" / "claims.csv"
 RESULTS = ROOT / "book" / "results.md"

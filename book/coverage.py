@@ -2,7 +2,7 @@
 the pages' check cells print ("checked: ...").
 
 Run `python book/coverage.py` (or `make execute`, which runs it) after changing the data
-file or a check cell; tests/test_coverage.py fails while the page and the data disagree.
+file or a check cell; tests/book/test_coverage.py fails while the page and the data disagree.
 """
 
 import json

@@ -11,7 +11,7 @@ Its solution follows, hidden until the reader opens it: a Markdown cell holding 
 "{dropdown} Solution", and code cells tagged `hide-cell`, which nbval runs like every other.
 
 Run `python book/exercises.py` (or `make execute`, which runs it) after changing an
-exercise; tests/test_exercises.py fails while the page and the chapters disagree.
+exercise; tests/book/test_exercises.py fails while the page and the chapters disagree.
 """
 
 import json

@@ -8,7 +8,7 @@ rounded to five minutes.
 
 The box is the page's second cell, a Markdown cell that opens with HEADER. Run
 `python book/headers.py` (or `make execute`, which runs it) after changing either data
-file; tests/test_headers.py fails while a page and the data disagree.
+file; tests/book/test_headers.py fails while a page and the data disagree.
 """
 
 import json

@@ -4,7 +4,8 @@ The top-level modules are the chapter's library: its models (rnn, gated, bptt, a
 self_attention, positional, transformer, seq2seq, lm, embeddings, decoding) and what they need
 (text, data, the training loop, the argument checks). They never import the subpackages, which
 hold the rest of the book: `experiments` (training runs on real data, the pages beyond the
-chapter, the GPU runs), `exercises` (the checkers) and `diagrams` (the figure code).
+chapter, the GPU runs), `exercises` (the checkers), `diagrams` (the figure code) and `pages`
+(the pages' tooling: their set-up, seeds, claims, listings).
 
 Conventions, once for the whole package: tensors are (batch, time, features), B sequences
 of T steps of p input features or m hidden units; names follow the chapter's notation
@@ -26,8 +27,7 @@ EXPORTS = {
     "transformer_block_params": "transformer",
     "train": "training", "adam": "training", "adamw": "training",
     "warmup_linear": "training", "warmup_cosine": "training",
-    "count_parameters": "utils", "default_device": "utils", "seed_everything": "utils",
-    "generator": "utils",
+    "count_parameters": "utils", "default_device": "utils",
 }
 
 __all__ = sorted(EXPORTS)

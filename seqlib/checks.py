@@ -40,21 +40,6 @@ def check_int(name: str, value, low: int | None = None) -> int:
     return value if low is None else int_in_range(name, value, low, expected=f">= {low}")
 
 
-def check_config(config, keys: tuple, defaults: dict | None = None,
-                 strict: bool = False) -> dict:
-    """The settings of a training run: `config` with `defaults` for the keys it leaves out,
-    if it is a dict holding every key of `keys` (and, when `strict`, no other key than
-    those of `keys` and `defaults`: a misspelt setting), else a ValueError naming them."""
-    defaults = defaults or {}
-    if not isinstance(config, dict) or any(key not in config for key in keys):
-        raise ValueError(f"config must be a dict with the keys {keys}, got {config!r}")
-    unknown = sorted(set(config) - set(keys) - set(defaults)) if strict else []
-    if unknown:
-        raise ValueError(f"config has the keys {unknown}, expected only {keys} and "
-                         f"{tuple(defaults)}")
-    return {**defaults, **config}
-
-
 def check_choice(name: str, value, allowed: tuple) -> None:
     """Raise unless ``value`` is one of ``allowed``."""
     if value not in allowed:

@@ -11,10 +11,8 @@ Section 7.5, names sampling and beam search without their details, which go beyo
   whose probability reaches p (top-p, nucleus sampling, Holtzman et al., 2020);
 - `beam_search`: the `beam_size` most probable partial sentences kept at every step.
 
-For worked examples (beyond the chapter): `TableDecoder`, a decoder written as a table of
-probabilities, and `beam_trace`, beam search step by step with every extension it scored.
-`check_decoder` tests a trained decoder against (7.34): its steps give the logits of its
-teacher-forced pass, and what it writes depends on the code z of the source.
+The worked examples of decoding (a decoder written as a table, the trace of a search, the
+check of (7.34) on a trained decoder) are tools of the book's pages: seqlib.pages.decoding.
 
 The model follows the decoding protocol of seqlib.seq2seq, `start`, `step` and `reorder`;
 sources are padded batches, src (B, S) ids and src_mask (B, S) bool, True at real tokens.
@@ -32,13 +30,13 @@ from seqlib.checks import check_source, int_in_range, positive_int
 NEG_INF = float("-inf")
 
 
-def _at_least_float32(logits: torch.Tensor) -> torch.Tensor:
+def at_least_float32(logits: torch.Tensor) -> torch.Tensor:
     """Half-precision logits in float32, float32 and float64 ones as they are."""
     return logits.to(torch.promote_types(logits.dtype, torch.float32))
 
 
 @contextlib.contextmanager
-def _decoding(model):
+def decoding_mode(model):
     """No gradients, and evaluation mode (no dropout) for an nn.Module, restored afterwards."""
     for name in ("start", "step", "reorder"):
         if not callable(getattr(model, name, None)):
@@ -105,7 +103,7 @@ def _generate(model, src, src_mask, start_id, stop_id, max_len, choose) -> list[
     _check_ids(model, start_id, stop_id, max_len)
     B = len(check_source(src, src_mask))
     outputs = [[] for _ in range(B)]
-    with _decoding(model):
+    with decoding_mode(model):
         state = model.start(src, src_mask)
         alive = torch.arange(B, device=src.device)  # which source each batch entry decodes
         tokens = torch.full((B,), start_id, dtype=torch.long, device=src.device)
@@ -145,7 +143,7 @@ def sample(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: int, s
         raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
 
     def choose(logits):
-        logits = filter_logits(_at_least_float32(logits) / temperature, top_k, top_p)
+        logits = filter_logits(at_least_float32(logits) / temperature, top_k, top_p)
         p = torch.softmax(logits, dim=-1).to(generator.device)  # (N, V)
         return torch.multinomial(p, 1, generator=generator)[:, 0].to(logits.device)  # (N,)
 
@@ -186,7 +184,7 @@ def beam_steps(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: in
         raise ValueError(f"length_penalty must be a number >= 0, got {length_penalty!r}")
     B = len(check_source(src, src_mask))
     finished = [[] for _ in range(B)]  # (tokens, score) per source
-    with _decoding(model):
+    with decoding_mode(model):
         device = src.device
         state = model.start(src, src_mask)
         state = model.reorder(state, torch.arange(B, device=device).repeat_interleave(K))
@@ -198,7 +196,7 @@ def beam_steps(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: in
         for _ in range(max_len):
             logits, state = model.step(tokens, state)
             V = _check_logits(logits, B * K, start_id, stop_id)
-            log_p = torch.log_softmax(_at_least_float32(logits), -1).view(B, K, V)  # (B, K, V)
+            log_p = torch.log_softmax(at_least_float32(logits), -1).view(B, K, V)  # (B, K, V)
             total = (scores[:, :, None] + log_p).view(B, K * V)  # (B, K V)
             best, flat = total.topk(min(2 * K, K * V), dim=-1)  # (B, 2 K)
             beam, token = flat // V, flat % V  # (B, 2 K): which hypothesis, which token
@@ -250,112 +248,3 @@ class BeamStep(NamedTuple):
     total: torch.Tensor
     prefixes: list
     status: list
-
-
-# ---- worked examples: a decoder written as a table, and the trace of a search ----------
-
-class TableDecoder:
-    """A decoder written as a table, for worked examples of decoding: `table` maps a prefix
-    (a tuple of token ids, <start> left out) to the probabilities of the next token, a
-    sequence of `vocab_size` numbers summing to 1; after a prefix the table lacks, <stop>
-    comes with probability 1. It follows the decoding protocol; the source only sets the
-    batch size."""
-
-    def __init__(self, table: dict, vocab_size: int, stop_id: int):
-        self.tgt_vocab_size = positive_int("vocab_size", vocab_size)
-        self.stop_id = stop_id
-        self.table = {}
-        for prefix, probs in table.items():
-            p = torch.as_tensor(probs, dtype=torch.float64)
-            if not isinstance(prefix, tuple) or p.shape != (vocab_size,) or (p < 0).any() \
-                    or abs(float(p.sum()) - 1) > 1e-9:
-                raise ValueError(f"table[{prefix!r}] must be {vocab_size} probabilities summing "
-                                 f"to 1 after a tuple prefix, got {probs!r}")
-            self.table[prefix] = p
-
-    def probabilities(self, prefix: tuple) -> torch.Tensor:
-        """P(next token | prefix), (V,)."""
-        if prefix in self.table:
-            return self.table[prefix]
-        return torch.nn.functional.one_hot(torch.tensor(self.stop_id),
-                                           self.tgt_vocab_size).double()
-
-    def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> list:
-        return [None] * len(check_source(src, src_mask))  # None: <start> not yet read
-
-    def step(self, tokens: torch.Tensor, state: list):
-        prefixes = [() if p is None else p + (y,) for p, y in zip(state, tokens.tolist(),
-                                                                    strict=True)]
-        return torch.stack([self.probabilities(p) for p in prefixes]).log(), prefixes
-
-    @staticmethod
-    def reorder(state: list, index: torch.Tensor) -> list:
-        return [state[i] for i in index.tolist()]
-
-
-def beam_trace(model, src: torch.Tensor, src_mask: torch.Tensor, **options):
-    """seqlib.decoding.beam_search(model, src, src_mask, **options) and its trace: per step,
-    one list per source of every extension of its live hypotheses by every token (K V of
-    them: for small vocabularies), each a dict with the "prefix" (a tuple of ids), the
-    "token", its "log_p" (the log-probability of the prefix and the token) and its
-    "status": "live" (kept), "finished" (ended by <stop> among the K best) or "dropped".
-    Returns (the search's result, the trace)."""
-    search, trace = beam_steps(model, src, src_mask, **options), []
-    while True:
-        try:
-            step = next(search)
-        except StopIteration as end:
-            return end.value, trace
-        trace.append([[] if status is None else _extensions(total, prefixes, status)
-                      for total, prefixes, status in zip(*step, strict=True)])
-
-
-def _extensions(total: torch.Tensor, prefixes: list, status: dict) -> list[dict]:
-    """Every extension of the live hypotheses (rows of `total` (K, V) above -inf) by every
-    token, with its log-probability and what the beam did with it."""
-    return [{"prefix": tuple(prefixes[k]), "token": y, "log_p": s,
-             "status": status.get((k, y), "dropped")}
-            for k, row in enumerate(total.tolist()) if max(row) > NEG_INF
-            for y, s in enumerate(row) if s > NEG_INF]
-
-
-class DecoderCheck(NamedTuple):
-    """What `check_decoder` measured: the largest |difference| between the step-by-step and
-    the teacher-forced logits, and per source sentence (B,) the mean total variation between
-    its next-token distributions and those given another sentence's code."""
-    max_diff: float
-    code_effect: torch.Tensor
-
-
-def check_decoder(model, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor, *,
-                  atol: float = 1e-4, min_effect: float = 1e-3) -> DecoderCheck:
-    """Check (7.34), y_hat^<t> = f_decoder(z, (y~^<1>, ..., y~^<t-1>)), on a batch: calling
-    `step` once per position of tgt_in (B, T) gives the teacher-forced logits of
-    `model(src, src_mask, tgt_in)` to `atol` (so position t reads the tokens before it only),
-    and the code z matters: with each sentence given the next sentence's source (the batch
-    rolled by one; B >= 2 different sources), the next-token distributions of every sentence
-    move, in mean total variation over its T positions, by at least `min_effect`. A decoder
-    that ignores z, or one that reads later tokens, raises an AssertionError."""
-    B = len(check_source(src, src_mask))
-    if B < 2:
-        raise ValueError(f"check_decoder needs B >= 2 source sentences, got {B}")
-    if tgt_in.dim() != 2 or len(tgt_in) != B:
-        raise ValueError(f"tgt_in must be (B={B}, T), got shape {tuple(tgt_in.shape)}")
-    with _decoding(model):
-        parallel = _at_least_float32(model(src, src_mask, tgt_in))  # (B, T, V)
-        state, rows = model.start(src, src_mask), []
-        for t in range(tgt_in.shape[1]):  # one decoder call per position
-            logits, state = model.step(tgt_in[:, t], state)  # (B, V)
-            rows.append(_at_least_float32(logits))
-        max_diff = (torch.stack(rows, dim=1) - parallel).abs().max().item()  # (B, T, V)
-        assert max_diff <= atol, (f"expected step-by-step logits equal to the teacher-forced "
-                                  f"ones to {atol:g}, got a difference of {max_diff:.3g}")
-        other = model(src.roll(1, 0), src_mask.roll(1, 0), tgt_in)  # another sentence's z
-        moved = (parallel.softmax(-1) - _at_least_float32(other).softmax(-1)).abs()
-        effect = 0.5 * moved.sum(-1).mean(-1)  # (B,): mean total variation per sentence
-    b = int(effect.argmin())
-    assert effect[b] >= min_effect, (
-        f"expected another source to move every sentence's next-token distributions by "
-        f"at least {min_effect:g} (mean total variation), got {effect[b].item():.3g} for "
-        f"sentence {b}: the decoder ignores its code z")
-    return DecoderCheck(max_diff, effect)

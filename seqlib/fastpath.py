@@ -15,7 +15,7 @@ arithmetic, so each unit runs the whole sequence as one `torch.autograd.Function
 Tensors are time-major, x (T, B, p), so that one step's slices are contiguous; states are
 (B, m). zeta^<t> = dC/dh^<t> as in the chapter; `grad_H[t]` is its part from the outputs of
 step t, the rest comes back from step t + 1. The results equal the textbook path's to
-rounding (tests/test_fast_path.py).
+rounding (tests/library/test_fastpath.py).
 """
 
 import torch

@@ -19,7 +19,7 @@ from seqlib.checks import check_decoding_state, check_ids, check_source, positiv
 from seqlib.gated import UNITS
 from seqlib.positional import PositionalEmbedding
 from seqlib.text import SPECIALS, UNK, Vocab
-from seqlib.transformer import LayerNorm, TransformerBlock, select_batch
+from seqlib.transformer import LayerNorm, PreNormBlock, TransformerBlock, select_batch
 
 
 def select_state(state, rows):
@@ -114,7 +114,7 @@ class TransformerLM(nn.Module):
     `num_layers` blocks (7.31) with causal self-attention (7.27), a final LayerNorm
     (pre-norm, the default, as GPT-2 and nanoGPT) and an output layer over the vocabulary.
     `norm_first=False` gives the chapter's post-norm blocks (7.31) and no final LayerNorm;
-    `residual=False` blocks without their residual connections (for experiments).
+    `block`, a block class of one's own (an experiment's variant), replaces the blocks.
 
     forward(ids (B, T), state=None) returns the logits (B, T, V) of the next token after
     each position and None: unlike a recurrent model, nothing is carried from one chunk to
@@ -129,17 +129,17 @@ class TransformerLM(nn.Module):
     def __init__(self, vocab_size: int, p: int, heads: int, n1: int, num_layers: int, *,
                  max_len: int, m: int | None = None, m_v: int | None = None,
                  dropout: float = 0.0, norm_first: bool = True, positional: str = "learned",
-                 residual: bool = True):
+                 block: type | None = None):
         super().__init__()
         self.vocab_size, self.max_len = positive_int("vocab_size", vocab_size), max_len
-        self.norm_first, self.residual = norm_first, residual
+        self.norm_first = norm_first
         self.tgt_vocab_size, self.kv_cache = vocab_size, True
         self.embedding = nn.Embedding(vocab_size, p)
         self.positions = PositionalEmbedding(max_len, p, kind=positional)
         self.dropout = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            TransformerBlock(p, heads, m, m_v, n1, dropout=dropout, norm_first=norm_first,
-                             residual=residual)
+            (block or (PreNormBlock if norm_first else TransformerBlock))(
+                p, heads, m, m_v, n1, dropout=dropout)
             for _ in range(positive_int("num_layers", num_layers)))
         self.norm = LayerNorm(p) if norm_first else nn.Identity()
         self.output = nn.Linear(p, vocab_size)

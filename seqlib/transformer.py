@@ -70,29 +70,18 @@ class FeedForward(nn.Module):
         return self.linear2(self.dropout(torch.relu(self.linear1(z))))
 
 
-def residual(x: torch.Tensor, sublayer, norm: LayerNorm, dropout: nn.Module,
-             norm_first: bool, skip: bool = True) -> torch.Tensor:
-    """One sublayer with its residual connection and LayerNorm, in each placement the blocks
-    offer: LayerNorm(x + sublayer(x)) as in (7.31) (post-norm), x + sublayer(LayerNorm(x))
-    with norm_first (pre-norm); skip=False drops the residual connection (the term x), for
-    experiments only. The blocks' forward methods write each form out."""
-    kept = x if skip else 0
-    if norm_first:
-        return kept + dropout(sublayer(norm(x)))
-    return norm(kept + dropout(sublayer(x)))
-
-
 def block_steps(block) -> list:
     """(name, module) pairs in the order a block's forward runs them: each sublayer, and its
     residual connection with its LayerNorm as one step, as the chapter counts (the LayerNorm
     first in a pre-norm block). 4 for a block, 6 for a decoder block."""
     steps = []
-    skip = getattr(block, "residual", True)  # False: no residual connection to name
     for name, module, norm in block.sublayers():
         if block.norm_first:
-            steps += [("LayerNorm", norm), (f"{name} + residual" if skip else name, module)]
+            steps += [("LayerNorm", norm),
+                      (f"{name} + residual" if block.residual else name, module)]
         else:
-            steps += [(name, module), ("residual + LayerNorm" if skip else "LayerNorm", norm)]
+            steps += [(name, module),
+                      ("residual + LayerNorm" if block.residual else "LayerNorm", norm)]
     return steps
 
 
@@ -105,20 +94,19 @@ class TransformerBlock(nn.Module):
         a_out^<t> = LayerNorm(u_[2]^<t> + u_[3]^<t>; gamma~, beta~),
 
     with H = `heads` heads of sizes m, m_v, N_1 = n1 feed-forward units and no attention
-    biases: exactly the parameters of (7.32). Beyond the chapter: `norm_first=True`, the
-    pre-norm variant (a_in + MultiHead(LayerNorm(a_in)), ...), easier to train in deep stacks;
-    `bias=True`, torch's attention biases; `residual=False`, no residual connections (for
-    experiments on trainability). Dropout acts where torch.nn.TransformerEncoderLayer's does.
-    `sublayers()` and `steps()` list what forward runs, in order.
+    biases: exactly the parameters of (7.32). Beyond the chapter: `bias=True`, torch's
+    attention biases; dropout acts where torch.nn.TransformerEncoderLayer's does;
+    `PreNormBlock`, the variant with the LayerNorm before each sublayer. `sublayers()` and
+    `steps()` list what forward runs, in order.
 
     forward(x (B, T, p), *, mask=None (B, T), causal=False, cache=None) -> (B, T, p).
     """
 
+    norm_first, residual = False, True  # the chapter's: post-norm, residual connections
+
     def __init__(self, p: int, heads: int, m: int | None = None, m_v: int | None = None,
-                 n1: int | None = None, *, dropout: float = 0.0, norm_first: bool = False,
-                 bias: bool = False, residual: bool = True):
+                 n1: int | None = None, *, dropout: float = 0.0, bias: bool = False):
         super().__init__()
-        self.norm_first, self.residual = norm_first, residual
         self.attention = MultiHeadAttention(p, heads, m, m_v, bias=bias)
         self.norm1 = LayerNorm(p)
         self.feed_forward = FeedForward(p, 4 * p if n1 is None else n1, dropout)
@@ -132,25 +120,20 @@ class TransformerBlock(nn.Module):
 
     steps = block_steps
 
+    def attend(self, z: torch.Tensor, mask, causal: bool, cache) -> torch.Tensor:
+        """MultiHead(z), (7.25)-(7.26)."""
+        return self.attention(z, mask=mask, causal=causal, cache=cache)[0]
+
     def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None,
                 causal: bool = False, cache: dict | None = None) -> torch.Tensor:
-        def attend(z):  # MultiHead(z), (7.25)-(7.26)
-            return self.attention(z, mask=mask, causal=causal, cache=cache)[0]
-
-        if not self.residual:  # beyond the chapter: no residual connections (experiments)
-            x = residual(x, attend, self.norm1, self.dropout1, self.norm_first, skip=False)
-            return residual(x, self.feed_forward, self.norm2, self.dropout2, self.norm_first,
-                            skip=False)
-        if self.norm_first:  # beyond the chapter: pre-norm, the LayerNorm before each sublayer
-            u2 = x + self.dropout1(attend(self.norm1(x)))
-            return u2 + self.dropout2(self.feed_forward(self.norm2(u2)))
-        u2 = self.norm1(x + self.dropout1(attend(x)))  # (7.31): u_[2]
+        u2 = self.norm1(x + self.dropout1(self.attend(x, mask, causal, cache)))  # (7.31)
         return self.norm2(u2 + self.dropout2(self.feed_forward(u2)))  # a_out
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> "TransformerBlock":
         """The same block with the weights of a torch.nn.TransformerEncoderLayer (ReLU,
-        dropout 0); its attention biases are kept (bias=True)."""
+        dropout 0), a PreNormBlock for one with norm_first; its attention biases are kept
+        (bias=True)."""
         if not isinstance(layer, nn.TransformerEncoderLayer):
             raise TypeError(f"layer must be a torch.nn.TransformerEncoderLayer, got "
                             f"{type(layer).__name__}")
@@ -161,8 +144,8 @@ class TransformerBlock(nn.Module):
                              "biases and LayerNorm betas have no seqlib twin; use bias=True")
         attention = MultiHeadAttention.from_torch(layer.self_attn)
         ff = layer.linear1
-        block = cls(attention.p, attention.heads, n1=ff.out_features,
-                    norm_first=layer.norm_first, bias=True).to(ff.weight)
+        kind = PreNormBlock if layer.norm_first else TransformerBlock
+        block = kind(attention.p, attention.heads, n1=ff.out_features, bias=True).to(ff.weight)
         block.attention = attention
         with torch.no_grad():
             block.feed_forward.load_state_dict({"linear1.weight": ff.weight,
@@ -174,6 +157,20 @@ class TransformerBlock(nn.Module):
                 ours.beta.copy_(theirs.bias)
                 ours.eps = theirs.eps
         return block
+
+
+class PreNormBlock(TransformerBlock):
+    """Beyond the chapter: the pre-norm variant of the block (GPT-2, nanoGPT), the LayerNorm
+    before each sublayer and the residual stream left unnormalised, a_in + MultiHead(
+    LayerNorm(a_in)), then the same with the feed-forward network; easier to train in deep
+    stacks (page 21), and closed by a final LayerNorm in a model."""
+
+    norm_first = True
+
+    def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None,
+                causal: bool = False, cache: dict | None = None) -> torch.Tensor:
+        u2 = x + self.dropout1(self.attend(self.norm1(x), mask, causal, cache))
+        return u2 + self.dropout2(self.feed_forward(self.norm2(u2)))
 
 
 def check_memory(memory, y: torch.Tensor, p: int, memory_mask) -> None:
@@ -194,7 +191,8 @@ def check_memory(memory, y: torch.Tensor, p: int, memory_mask) -> None:
 class TransformerDecoderBlock(nn.Module):
     """The transformer decoder block of Fig. 7.15 (b): causal multi-head self-attention (7.27),
     cross-attention to the encoder's code z (7.33) and the feed-forward network, each with a
-    residual connection and its LayerNorm after (post-norm, the chapter's) or before (norm_first):
+    residual connection and its LayerNorm after (post-norm, the chapter's; `PreNormDecoderBlock`
+    puts it before):
 
         u_[1]^<t> = MaskedMultiHead(a_in)^<t>,      u_[2]^<t> = LayerNorm(a_in^<t> + u_[1]^<t>),
         u_[3]^<t> = MultiHead(u~ = u_[2], z)^<t>,   u_[4]^<t> = LayerNorm(u_[2]^<t> + u_[3]^<t>),
@@ -205,11 +203,11 @@ class TransformerDecoderBlock(nn.Module):
     (B, H, T, T_in) if asked; `cache`, {"self": {}, "cross": {}}, is for decoding step by step.
     """
 
+    norm_first, residual = False, True
+
     def __init__(self, p: int, heads: int, m: int | None = None, m_v: int | None = None,
-                 n1: int | None = None, *, dropout: float = 0.0, norm_first: bool = False,
-                 bias: bool = False):
+                 n1: int | None = None, *, dropout: float = 0.0, bias: bool = False):
         super().__init__()
-        self.norm_first = norm_first
         self.self_attention = MultiHeadAttention(p, heads, m, m_v, bias=bias)
         self.norm1 = LayerNorm(p)
         self.cross_attention = MultiHeadAttention(p, heads, m, m_v, bias=bias)
@@ -226,31 +224,50 @@ class TransformerDecoderBlock(nn.Module):
 
     steps = block_steps
 
+    def attentions(self, memory: torch.Tensor, memory_mask, cache, need_weights: bool):
+        """The block's two attentions for one call: MaskedMultiHead(z), (7.27), and
+        MultiHead(z, code) with its weights, (7.33)."""
+        self_cache, cross_cache = (None, None) if cache is None else (
+            cache.setdefault("self", {}), cache.setdefault("cross", {}))
+
+        def masked_self(z):
+            return self.self_attention(z, causal=True, cache=self_cache)[0]
+
+        def cross(z):
+            return self.cross_attention(z, memory, mask=memory_mask, cache=cross_cache,
+                                        need_weights=need_weights)
+
+        return masked_self, cross
+
     def forward(self, y: torch.Tensor, memory: torch.Tensor, *,
                 memory_mask: torch.Tensor | None = None, cache: dict | None = None,
                 need_weights: bool = False):
         check_memory(memory, y, self.cross_attention.kv_size, memory_mask)
-        self_cache, cross_cache = (None, None) if cache is None else (
-            cache.setdefault("self", {}), cache.setdefault("cross", {}))
+        masked_self, cross = self.attentions(memory, memory_mask, cache, need_weights)
         dropout1, dropout2, dropout3 = self.dropouts
+        u2 = self.norm1(y + dropout1(masked_self(y)))
+        u3, weights = cross(u2)
+        u4 = self.norm2(u2 + dropout2(u3))
+        a_out = self.norm3(u4 + dropout3(self.feed_forward(u4)))
+        return (a_out, weights) if need_weights else a_out
 
-        def masked_self(z):  # MaskedMultiHead(z), (7.27)
-            return self.self_attention(z, causal=True, cache=self_cache)[0]
 
-        def cross(z):  # MultiHead(z, code), (7.33), and its weights
-            return self.cross_attention(z, memory, mask=memory_mask, cache=cross_cache,
-                                        need_weights=need_weights)
+class PreNormDecoderBlock(TransformerDecoderBlock):
+    """Beyond the chapter: the pre-norm variant of the decoder block, the LayerNorm before
+    each of its three sublayers (as torch.nn.TransformerDecoderLayer with norm_first)."""
 
-        if self.norm_first:  # beyond the chapter: pre-norm, the LayerNorm before each sublayer
-            u2 = y + dropout1(masked_self(self.norm1(y)))
-            u3, weights = cross(self.norm2(u2))
-            u4 = u2 + dropout2(u3)
-            a_out = u4 + dropout3(self.feed_forward(self.norm3(u4)))
-        else:  # Fig. 7.15 (b), post-norm
-            u2 = self.norm1(y + dropout1(masked_self(y)))
-            u3, weights = cross(u2)
-            u4 = self.norm2(u2 + dropout2(u3))
-            a_out = self.norm3(u4 + dropout3(self.feed_forward(u4)))
+    norm_first = True
+
+    def forward(self, y: torch.Tensor, memory: torch.Tensor, *,
+                memory_mask: torch.Tensor | None = None, cache: dict | None = None,
+                need_weights: bool = False):
+        check_memory(memory, y, self.cross_attention.kv_size, memory_mask)
+        masked_self, cross = self.attentions(memory, memory_mask, cache, need_weights)
+        dropout1, dropout2, dropout3 = self.dropouts
+        u2 = y + dropout1(masked_self(self.norm1(y)))
+        u3, weights = cross(self.norm2(u2))
+        u4 = u2 + dropout2(u3)
+        a_out = u4 + dropout3(self.feed_forward(self.norm3(u4)))
         return (a_out, weights) if need_weights else a_out
 
 
@@ -306,7 +323,8 @@ class Transformer(nn.Module):
     blocks (7.31) over the padded source, whose output is the code z; `num_decoder_layers`
     (default num_layers) decoder blocks, each fed z by cross-attention (7.33); an output
     layer p -> d_V, the target vocabulary (its softmax is in the loss). With `norm_first`
-    (beyond the chapter), a final LayerNorm closes each stack, as in torch.nn.Transformer.
+    (beyond the chapter), pre-norm blocks, and a final LayerNorm closes each stack, as in
+    torch.nn.Transformer.
 
     forward(src (B, T_in), src_mask (B, T_in), tgt_in (B, T), return_attention=False) returns
     the teacher-forced logits (B, T, d_V) in one parallel pass ((7.34), the causal mask giving
@@ -323,7 +341,9 @@ class Transformer(nn.Module):
         self.tgt_vocab_size = positive_int("tgt_vocab_size", tgt_vocab_size)
         self.p, self.kv_cache = p, True
         n_dec = num_layers if num_decoder_layers is None else num_decoder_layers
-        sizes = dict(m=m, m_v=m_v, n1=n1, dropout=dropout, norm_first=norm_first)
+        sizes = dict(m=m, m_v=m_v, n1=n1, dropout=dropout)
+        block, decoder_block = (PreNormBlock, PreNormDecoderBlock) if norm_first \
+            else (TransformerBlock, TransformerDecoderBlock)
         self.src_embedding = nn.Embedding(src_vocab_size, p, padding_idx=pad_id)
         self.tgt_embedding = nn.Embedding(tgt_vocab_size, p, padding_idx=pad_id)
         with torch.no_grad():  # entries of standard deviation p^(-1/2), as in the paper, so
@@ -332,9 +352,9 @@ class Transformer(nn.Module):
                 embedding.weight[pad_id] = 0  # a position vector (norm sqrt(p / 2))
         self.positions = PositionalEmbedding(max_len, p)
         self.dropout = nn.Dropout(dropout)
-        self.encoder = nn.ModuleList(TransformerBlock(p, heads, **sizes)
+        self.encoder = nn.ModuleList(block(p, heads, **sizes)
                                      for _ in range(positive_int("num_layers", num_layers)))
-        self.decoder = nn.ModuleList(TransformerDecoderBlock(p, heads, **sizes)
+        self.decoder = nn.ModuleList(decoder_block(p, heads, **sizes)
                                      for _ in range(positive_int("num_decoder_layers", n_dec)))
         self.encoder_norm = LayerNorm(p) if norm_first else nn.Identity()
         self.decoder_norm = LayerNorm(p) if norm_first else nn.Identity()

@@ -1,6 +1,6 @@
 """A fresh virtual environment with chosen versions of seqlib's dependencies, installed from
-the package index, and seqlib's tests run in it: the steps that tests/test_colab.py and
-tests/test_ends.py share.
+the package index, and seqlib's tests run in it: the steps that tests/book/test_colab.py and
+tests/book/test_ends.py share.
 
 `install` makes the environment: each runtime dependency of pyproject.toml at the version
 asked for (or within its declared range), the test extra's tools but those of the book's own

@@ -56,8 +56,8 @@ def probe_run() -> tuple[float, str]:
 
 def decide(environ=os.environ) -> tuple[str, str]:
     """(mode, why)."""
-    from seqlib.kernels import processor, settings
-    from seqlib.utils import seed_offset
+    from seqlib.pages.kernels import processor, settings
+    from seqlib.pages.seeds import seed_offset
 
     asked = environ.get("NBVAL_MODE", "").strip()
     seed = seed_offset()
@@ -86,7 +86,7 @@ def decide(environ=os.environ) -> tuple[str, str]:
 
 def main() -> None:
     if sys.argv[1:] == ["--store"]:
-        from seqlib.kernels import processor
+        from seqlib.pages.kernels import processor
 
         loss, digest = probe_run()
         PROBE.write_text(json.dumps({"loss": loss, "sha256": digest, "processor": processor()},

@@ -1,7 +1,7 @@
 """Beam search drawn as a tree (beyond the chapter): every extension that the search scored,
 with its probability and what the beam did with it.
 
-`draw_beam_search` draws one source's part of a seqlib.decoding.beam_trace (the search run
+`draw_beam_search` draws one source's part of a seqlib.pages.decoding.beam_trace (the search run
 step by step) as a tree."""
 
 import math

@@ -10,8 +10,8 @@ import torch
 
 from seqlib.bptt import bptt, rnn_with_spectral_radius
 from seqlib.checks import positive_int
+from seqlib.pages.seeds import generator
 from seqlib.rnn import ACTIVATIONS
-from seqlib.utils import generator
 
 
 def adjoint_norms(radius: float, *, T: int = 50, input_scale: float = 1e-12,

@@ -12,7 +12,7 @@ score score_i + log_p[i, y]; the extensions are ranked all together. live: the K
 extensions that do not end in <stop> (and have a finite score), each (prefix + (y,),
 score), best first; finished: the extensions by <stop> that rank among the K best of all
 the extensions, each (prefix, score) with the prefix as it was (no <stop>), best first.
-The reference is seqlib.decoding.beam_search, step by step (seqlib.decoding.beam_trace),
+The reference is seqlib.decoding.beam_search, step by step (seqlib.pages.decoding.beam_trace),
 on random tables.
 
 `check_fit_temperature(attempt)` checks temperature scaling,
@@ -30,7 +30,6 @@ import operator
 
 import torch
 
-from seqlib.decoding import TableDecoder, beam_trace
 from seqlib.exercises.toolkit import (
     expect,
     name_mistake,
@@ -38,6 +37,7 @@ from seqlib.exercises.toolkit import (
     require_callable,
     run_attempt,
 )
+from seqlib.pages.decoding import TableDecoder, beam_trace
 
 STOP = 1  # the tables' ids: 0 <start> (never written), 1 <stop>, 2... words
 

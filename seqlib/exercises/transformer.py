@@ -17,7 +17,7 @@ from seqlib.exercises.toolkit import (
     run_attempt,
     seeded,
 )
-from seqlib.transformer import TransformerBlock
+from seqlib.transformer import PreNormBlock, TransformerBlock
 
 SLIPS = dict(atol=1e-5, rtol=0)  # how close an output must be to a typical slip's to name it
 
@@ -103,14 +103,14 @@ def _post_norm_twin(block: TransformerBlock) -> TransformerBlock:
 
 def check_pre_norm_block(pre_norm_block) -> None:
     """Check `pre_norm_block(block, a_in) -> a_out`, the pre-norm transformer block written
-    out from the parts of `block` (a TransformerBlock with norm_first=True):
+    out from the parts of `block` (a seqlib.transformer.PreNormBlock):
     u = a_in + MultiHead(LayerNorm(a_in; gamma, beta)), then
     a_out = u + FeedForward(LayerNorm(u; gamma~, beta~)), on (B, T, p) tensors."""
     require_callable(pre_norm_block, "pre_norm_block(block, a_in) -> a_out",
                      name="pre_norm_block")
     gen = torch.Generator().manual_seed(0)
     with seeded(0):  # the same block on every call, the caller's random numbers untouched
-        block = TransformerBlock(16, 4, n1=32, norm_first=True)
+        block = PreNormBlock(16, 4, n1=32)
     with torch.no_grad():  # gammas and betas away from 1 and 0, so that each one shows
         for norm in (block.norm1, block.norm2):
             norm.gamma.copy_(1 + 0.5 * torch.randn(16, generator=gen))
@@ -131,7 +131,7 @@ def check_pre_norm_block(pre_norm_block) -> None:
     if not close(got, expected, **SLIPS):
         name_mistake("a_out", got, slips, **SLIPS)
     expect_close("a_out", got, expected)
-    passed("pre_norm_block equals TransformerBlock(norm_first=True): a_in + MultiHead("
+    passed("pre_norm_block equals PreNormBlock: a_in + MultiHead("
            "LayerNorm(a_in)), then u + FeedForward(LayerNorm(u))")
 
 

@@ -15,8 +15,7 @@ of seqlib itself, which never import this package.
   on one long text), `sentences` (batches of sentences of similar lengths, BLEU),
   `datasets` (the data sets of the pages beyond the chapter), `classify` (sequence
   classifiers, pages 14 and 22), `ngrams` (NBSVM), `bpe` (byte-pair encoding), `digits`
-  (MNIST strips), `calibration` and `word2vec` (its training's draws); `recipe`, a run's
-  recipe as the pages print it.
+  (MNIST strips), `calibration` and `word2vec` (its training's draws).
 - `distributed`: the command line of the full-profile runs, on one GPU or several
   (`python -m seqlib.experiments.distributed`).
 """

@@ -16,7 +16,7 @@ prefers the pair of smaller symbol ids), so two learners agree only until the fi
 they break differently. After it they may part for good: when the tied pairs overlap in a
 word (n+e and e+w in "newest"), merging one first lowers the other's count. On the four
 words of Sennrich et al.'s example the first 10 merges of the two share 5; given the same
-merges, the two encoders split words alike (tests/test_bpe.py).
+merges, the two encoders split words alike (tests/experiments/test_bpe.py).
 """
 
 import heapq

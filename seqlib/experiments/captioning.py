@@ -27,11 +27,12 @@ from functools import partial
 import torch
 from torch import nn
 
-from seqlib.checks import check_config, check_ids, check_tgt_in, positive_int
+from seqlib.checks import check_ids, check_tgt_in, positive_int
 from seqlib.decoding import beam_search, greedy
 from seqlib.experiments import runs
 from seqlib.experiments.digits import HEIGHT, MAX_DIGITS, WIDTH, check_strips, compose, vocab
 from seqlib.experiments.sentences import bleu
+from seqlib.pages.config import check_config
 from seqlib.seq2seq import AttentionDecoder, Decoder, reorder_state, teacher_forced_loss
 from seqlib.text import pad_batch
 from seqlib.training import adam, warmup_linear

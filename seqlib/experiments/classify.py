@@ -8,8 +8,8 @@ a linear layer to the logits of the classes (B, q); S_softmax of the logits is y
 the two apart lets any encoder be trained, or pretrained elsewhere, under the same head.
 
 Batches are checked by seqlib.checks.check_source. The encoders, each exact under padding
-(a padded batch gives each sentence the output it gets alone; tests/test_classify.py checks
-it):
+(a padded batch gives each sentence the output it gets alone;
+tests/experiments/test_classify.py checks it):
 
 - `BagOfEmbeddings`: the mean of the word vectors of the real tokens;
 - `RecurrentEncoder`: an LSTM (7.16)-(7.17) or GRU (7.18)-(7.19) of seqlib.gated. One
@@ -34,14 +34,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlib.checks import check_config, check_source, positive_int
+from seqlib.checks import check_source, positive_int
 from seqlib.experiments import runs
 from seqlib.experiments.sentences import batch_indices
 from seqlib.gated import GRU, LSTM
+from seqlib.pages.config import check_config
 from seqlib.positional import PositionalEmbedding
 from seqlib.text import pad_batch, reverse_padded
 from seqlib.training import adamw
-from seqlib.transformer import TransformerBlock
+from seqlib.transformer import PreNormBlock, TransformerBlock
 
 CLASSES = ("negative", "positive")  # label 0 and 1 of seqlib.experiments.datasets.movie_reviews
 KINDS = ("bag", "lstm", "bilstm", "bigru", "transformer")
@@ -107,8 +108,8 @@ class TransformerEncoder(nn.Module):
         self.embedding = nn.Embedding(positive_int("vocab_size", vocab_size), positive_int("p", p))
         self.positions = PositionalEmbedding(max_len, p)
         self.dropout = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList(TransformerBlock(p, heads, m, m, n1, dropout=block_dropout,
-                                                     norm_first=norm_first)
+        block = PreNormBlock if norm_first else TransformerBlock
+        self.blocks = nn.ModuleList(block(p, heads, m, m, n1, dropout=block_dropout)
                                     for _ in range(positive_int("num_layers", num_layers)))
         self.output_size = p
 

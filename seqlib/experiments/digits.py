@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import torch
 
 from seqlib.checks import int_in_range, positive_int
+from seqlib.pages.seeds import generator
 from seqlib.text import SPECIALS, Vocab
-from seqlib.utils import generator
 
 WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 DIGIT = 28  # MNIST digits are DIGIT x DIGIT pixels

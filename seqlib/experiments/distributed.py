@@ -53,11 +53,12 @@ from seqlib.experiments import runs, shakespeare, streams
 from seqlib.experiments import translation as tr
 from seqlib.experiments.runs import save_atomic
 from seqlib.lm import TransformerLM
+from seqlib.pages.seeds import book_seed, generator
 from seqlib.seq2seq import AttentionSeq2Seq, teacher_forced_loss
 from seqlib.text import char_vocab
 from seqlib.training import train
 from seqlib.transformer import Transformer
-from seqlib.utils import book_seed, default_device, generator
+from seqlib.utils import default_device
 
 
 def translation(config: dict, device="cpu") -> tuple[runs.Run, tr.TranslationData]:

@@ -22,9 +22,10 @@ from functools import partial
 import torch
 from torch import nn
 
-from seqlib.checks import check_config, positive_int
+from seqlib.checks import positive_int
 from seqlib.experiments import runs
 from seqlib.gated import UNITS
+from seqlib.pages.config import check_config
 from seqlib.training import adamw, warmup_cosine
 
 

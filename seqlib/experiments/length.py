@@ -13,9 +13,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlib import utils
-from seqlib.checks import check_config, positive_int
+from seqlib.checks import positive_int
 from seqlib.experiments import runs
+from seqlib.pages import seeds
+from seqlib.pages.config import check_config
 from seqlib.training import adamw, warmup_cosine
 
 FIT_KEYS = ("lengths", "batch_size", "steps", "lr", "warmup", "symbols", "seed")
@@ -107,7 +108,7 @@ def accuracy_by_length(model: nn.Module, lengths, count: int, symbols: int,
     model.eval()
     result = {}
     for n in lengths:
-        batch = reversal_batch(n, count, symbols, utils.generator(seed + n))
+        batch = reversal_batch(n, count, symbols, seeds.generator(seed + n))
         right = greedy_reverse(model, batch[:, :n], symbols) == batch[:, n + 1:]  # (B, n)
         result[n] = (right.float().mean().item(), right.all(1).float().mean().item())
     model.train(was_training)

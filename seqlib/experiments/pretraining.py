@@ -30,11 +30,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from seqlib.checks import check_config, check_source, positive_int
+from seqlib.checks import check_source, positive_int
 from seqlib.experiments import classify, runs
 from seqlib.experiments.classify import Classifier, TransformerEncoder
 from seqlib.experiments.sentences import batch_indices
 from seqlib.gated import LSTM
+from seqlib.pages.config import check_config
 from seqlib.seq2seq import freeze
 from seqlib.text import SPECIALS, pad_batch, reverse_padded
 from seqlib.training import adamw
@@ -44,7 +45,8 @@ REGIMES = ("scratch", "frozen", "fine-tuned")
 INIT_STD = 0.1  # the biLM's word vectors start small, so what pretraining writes stands out
 
 # The book profile (a 2-core CPU, about a minute of pretraining); SEQLIB_FULL=1 pretrains
-# and fine-tunes longer (runs.profile). "bilm"/"mlm": the models and their pretraining;
+# and fine-tunes longer (seqlib.pages.config.profile). "bilm"/"mlm": the models and their
+# pretraining;
 # "fit": the budget of the transfer runs (classify.run) ("steps" with fewer labels than the whole
 # training set, "steps_all" with all of them; "lr" for scratch and fine-tuning,
 # "frozen_lr" for the frozen regime, which trains only a head).

@@ -22,8 +22,8 @@ cache, and several runs trained at once.
   process each.
 - `language_model(name, model, train_ids, config)` is the run of a language model on one
   long text, which several pages share.
-- `profile(book, full)` is the one switch between the book profile and the full one
-  (`SEQLIB_FULL=1`, for a GPU).
+- The switch between the book profile and the full one (`SEQLIB_FULL=1`, for a GPU) is
+  seqlib.pages.config.profile.
 """
 
 import contextlib
@@ -46,20 +46,15 @@ from filelock import FileLock
 from torch import nn
 from tqdm import tqdm
 
-from seqlib import kernels
-from seqlib.checks import check_config, check_warmup, positive_int
+from seqlib.checks import check_warmup, positive_int
 from seqlib.experiments import streams
+from seqlib.pages import kernels
+from seqlib.pages.config import check_config
+from seqlib.pages.seeds import book_seed, generator, seed_everything
 from seqlib.training import adamw, train, warmup_cosine
-from seqlib.utils import book_seed, generator, seed_everything
 
 LIBRARY = pathlib.Path(__file__).resolve().parents[1]  # the package: seqlib/
 PROGRESS_VARIABLE = "SEQLIB_PROGRESS"  # "0": no progress bars while runs train
-
-
-def profile(book: dict, full: dict) -> dict:
-    """A copy of `full` when the environment variable SEQLIB_FULL is "1", else of `book`
-    (nested dicts copied too)."""
-    return copy.deepcopy(full if os.environ.get("SEQLIB_FULL") == "1" else book)
 
 
 # ---- a run --------------------------------------------------------------------------------

@@ -31,9 +31,9 @@ from seqlib.experiments import classify, runs
 from seqlib.experiments.classify import build, predict
 from seqlib.experiments.ngrams import NBSVM
 from seqlib.experiments.word2vec import noise_distribution, sample_negatives, subsample
+from seqlib.pages.seeds import generator, seed_everything
 from seqlib.text import word_tokenize, word_vocab
 from seqlib.training import adam
-from seqlib.utils import generator, seed_everything
 
 # Model sizes (p the embedding size, hidden the m~ of each direction, chosen so that the
 # encoders have 48,000-51,000 parameters each besides their embedding table), the budget

@@ -5,7 +5,7 @@ trains the same model with the same configuration shares it through the model ca
 
 - `BOOK_PROFILE`, `FULL_PROFILE`: the recurrent models (`recurrent_model`) and how
   they train; the book profile trains on a laptop CPU in minutes, `SEQLIB_FULL=1` selects
-  the full one, for a GPU (`runs.profile(BOOK_PROFILE, FULL_PROFILE)`).
+  the full one, for a GPU (`seqlib.pages.config.profile(BOOK_PROFILE, FULL_PROFILE)`).
 - `TRANSFORMER_BOOK_PROFILE`, `TRANSFORMER_FULL_PROFILE`: the decoder-only transformer of
   Section 7.5 (seqlib.lm.TransformerLM): "arch" are its constructor's arguments,
   "fit" the configuration of its run. The book profile trains on the batches and steps of
@@ -21,7 +21,7 @@ continue.
 import re
 
 from seqlib.lm import RecurrentLM
-from seqlib.utils import seed_everything
+from seqlib.pages.seeds import seed_everything
 
 GATE_BLOCKS = {"rnn": 1, "gru": 3, "lstm": 4}  # G: blocks of (W_hh, W_hx, b_h) per layer
 

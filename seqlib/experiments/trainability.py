@@ -4,7 +4,8 @@ the validation loss as it goes (`recorded_run`; runs.trained_together trains sev
 
 A block's gradient norm is the 2-norm of the gradients of all its parameters together,
 ||dL/dtheta_l||, for the blocks l = 1, ..., L of a seqlib.lm.TransformerLM, first
-(next to the embeddings) to last (next to the output layer).
+(next to the embeddings) to last (next to the output layer). `NoResidualBlock` is the
+block of (7.31) without its residual connections, for the experiment only.
 """
 
 from dataclasses import replace
@@ -13,6 +14,20 @@ import torch
 from torch import nn
 
 from seqlib.experiments import runs, streams
+from seqlib.transformer import TransformerBlock
+
+
+class NoResidualBlock(TransformerBlock):
+    """The block of (7.31) without its two residual connections (the terms a_in and u_[2]
+    dropped): u_[2] = LayerNorm(MultiHead(a_in)), a_out = LayerNorm(FeedForward(u_[2])).
+    Nothing of a block's input reaches its output but through its sublayers."""
+
+    residual = False
+
+    def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None,
+                causal: bool = False, cache: dict | None = None) -> torch.Tensor:
+        u2 = self.norm1(self.dropout1(self.attend(x, mask, causal, cache)))
+        return self.norm2(self.dropout2(self.feed_forward(u2)))
 
 
 def block_grad_norms(model: nn.Module) -> list[float]:

@@ -1,7 +1,7 @@
 """Translation on Multi30k (pages 07, 08, 11, 16-18): data, batches, runs and decoding.
 
-- `BOOK_PROFILE`, `FULL_PROFILE` (runs.profile chooses), and the full configurations of the
-  transformer and of the encoder-decoder with attention, for a GPU.
+- `BOOK_PROFILE`, `FULL_PROFILE` (seqlib.pages.config.profile chooses), and the full
+  configurations of the transformer and of the encoder-decoder with attention, for a GPU.
 - `prepare` / `multi30k_data`: word tokenisation (seqlib.text.word_tokenize, lower-case),
   optionally split further into subwords by byte-pair encoding (seqlib.experiments.bpe,
   learned on the training split), vocabularies built on the training split only, ids;
@@ -23,18 +23,18 @@ from itertools import chain, pairwise
 
 import torch
 
-from seqlib.checks import check_config
 from seqlib.data import multi30k
 from seqlib.decoding import beam_search, greedy, sample
 from seqlib.experiments import runs
 from seqlib.experiments.bpe import BPE
 from seqlib.experiments.sentences import batch_indices, bleu
+from seqlib.pages.config import check_config
 from seqlib.seq2seq import teacher_forced_loss
 from seqlib.text import UNK, Vocab, pad_batch, word_tokenize, word_vocab
 from seqlib.training import adam, warmup_linear
 
 # The configurations, shared by the pages so that their models (and cache keys) agree: the
-# book profile runs on a laptop CPU, SEQLIB_FULL=1 selects a GPU one (runs.profile).
+# book profile runs on a laptop CPU, SEQLIB_FULL=1 selects a GPU one (seqlib.pages.config.profile).
 BOOK_PROFILE = dict(min_freq=8, embed=128, hidden=256, batch_size=32, steps=400, lr=3e-3)
 FULL_PROFILE = dict(min_freq=2, embed=256, hidden=512, batch_size=128, steps=20_000, lr=1e-3)
 # The transformer of Fig. 7.16 in its full configuration, for a GPU: "arch" are the arguments

@@ -23,7 +23,7 @@ from torch import nn
 from seqlib.checks import check_ids, positive_int
 from seqlib.experiments.shakespeare import matched_hidden_size, parameter_count
 from seqlib.lm import select_state, stream_start, stream_step
-from seqlib.utils import seed_everything
+from seqlib.pages.seeds import seed_everything
 
 
 class WindowLM(nn.Module):

@@ -1,0 +1,94 @@
+"""The ledger of runs behind the pages' claims (book/claims.py, book/claims.csv): the claims'
+names in the pages, which rows count as evidence, the evidence every claim needs, and the
+results page's table of it."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("claims_ledger", ROOT / "book" / "claims.py")
+ledger = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ledger)
+
+
+# ---- the pages' claims ---------------------------------------------------------------------
+
+PAGES = ledger.pages()
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.name[:2])
+def test_claim_names_are_plain_strings_unique_within_a_page(path):
+    names = ledger.claim_names(path)
+    assert len(names) == len(set(names)), \
+        f"{path.name}: repeated claim names {sorted({n for n in names if names.count(n) > 1})}"
+
+
+def test_a_computed_claim_name_is_refused(tmp_path):
+    page = tmp_path / "99_page.ipynb"
+    page.write_text(json.dumps({"cells": [{"cell_type": "code", "source": [
+        'for u in units:\n', '    claim(f"{u} ahead", 1.0, "x")\n']}]}))
+    with pytest.raises(ValueError, match="is an f-string"):
+        ledger.claim_names(page)
+    page.write_text(json.dumps({"cells": [{"cell_type": "code", "source": [
+        'claim(name, 1.0, "x")\n']}]}))
+    with pytest.raises(ValueError, match="a claim's name must be a plain string"):
+        ledger.claim_names(page)
+
+
+# ---- the ledger ----------------------------------------------------------------------------
+
+def rows(code, run, margins):
+    return [{"page": "06", "claim": name, "run": run, "margin": m, "says": "s", "code": code}
+            for name, m in margins.items()]
+
+
+def test_earlier_code_counts_only_where_a_shared_run_gave_the_same_margins():
+    old = rows("old", "seed 1", {"a": 0.5}) + rows("old", "seed 0", {"a": 0.25, "b": 1.0})
+    same = rows("new", "seed 0", {"a": 0.25, "b": 1.0, "c": 2.0})  # c is new: not compared
+    assert ledger._counted_codes(old + same, "new") == {"new", "old"}
+    moved = rows("new", "seed 0", {"a": 0.25000000000000006, "b": 1.0})
+    assert ledger._counted_codes(old + moved, "new") == {"new"}
+    unshared = rows("new", "seed 2", {"a": 0.25, "b": 1.0})
+    assert ledger._counted_codes(old + unshared, "new") == {"new"}
+    # carried through a chain: older -> old -> new
+    older = rows("older", "seed 1", {"a": 0.5}) + rows("older", "seed 3", {"a": 0.75})
+    assert ledger._counted_codes(older + old + same, "new") == {"new", "old", "older"}
+
+
+def test_evidence_summarises_one_margin_per_run(tmp_path):
+    page = tmp_path / "06_page.ipynb"
+    page.write_text(json.dumps({"cells": [{"cell_type": "code", "source": [
+        'claim("a", m, "x")\n']}]}))
+    current = ledger.code_digest(page)
+    data = [r for i, m in enumerate([1.0, 2.0, 3.0]) for r in
+            rows(current, f"seed {i}", {"a": m})]
+    data += rows("gone", "seed 0", {"a": -5.0})  # another code, no run shared with the same
+    (entry,) = ledger.evidence(data, [page])
+    assert entry["runs"] == 3 and entry["held"] == 3 and entry["least"] == 1.0
+    assert entry["mean"] == 2.0 and entry["spread"] == 1.0 and entry["sigmas"] == 2.0
+    assert not ledger.supported(entry)  # 3 runs, 2 standard deviations
+    many = [r for i in range(8) for r in rows(current, f"seed {i}", {"a": 3.0 + 0.1 * i})]
+    (entry,) = ledger.evidence(many, [page])
+    assert entry["runs"] == 8 and ledger.supported(entry)
+
+
+def test_every_claim_of_the_pages_has_the_evidence_the_book_asks_for():
+    """At least MIN_RUNS runs of each claim in the ledger, held in every one, its mean margin
+    SIGMAS standard deviations or more of its margins (book/claims.py: `make claims`)."""
+    entries = ledger.evidence()
+    short = [f"{e['page']} {e['claim']!r}: {e['runs']} runs, held in {e['held']}, "
+             f"{e['sigmas']:.1f} sd" for e in entries if not ledger.supported(e)]
+    assert entries and not short, f"{len(short)} of {len(entries)} claims short of the " \
+        "evidence:\n" + "\n".join(short)
+
+
+def test_the_results_page_shows_the_ledger_as_it_is(tmp_path, monkeypatch):
+    page = tmp_path / "results.md"
+    page.write_text(ledger.RESULTS.read_text())
+    monkeypatch.setattr(ledger, "RESULTS", page)
+    ledger.render(ledger.evidence())
+    assert page.read_text() == ledger.RESULTS.read_text(), \
+        "the results page's table of claims is out of date: run python book/claims.py render"
