@@ -12,10 +12,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from test_decoding import END, GO, MISSED  # noqa: E402
+from pages.test_decoding import END, GO, MISSED  # noqa: E402
 
 from seqlib import GRU, LSTM, RNN, GRUCell, LSTMCell  # noqa: E402
-from seqlib.decoding import beam_trace  # noqa: E402
 from seqlib.diagrams import canvas, texts_outside  # noqa: E402
 from seqlib.diagrams import rnn as rnn_diagrams  # noqa: E402
 from seqlib.diagrams import transformer as transformer_diagrams  # noqa: E402
@@ -29,9 +28,16 @@ from seqlib.diagrams.seq2seq import (  # noqa: E402
     draw_encoder_decoder,
 )
 from seqlib.diagrams.widgets import plot_adjoint_norms  # noqa: E402
+from seqlib.pages.decoding import beam_trace  # noqa: E402
 from seqlib.self_attention import MultiHeadAttention  # noqa: E402
 from seqlib.seq2seq import AttentionSeq2Seq, Seq2Seq  # noqa: E402
-from seqlib.transformer import Transformer, TransformerBlock, TransformerDecoderBlock  # noqa: E402
+from seqlib.transformer import (  # noqa: E402
+    PreNormBlock,
+    PreNormDecoderBlock,
+    Transformer,
+    TransformerBlock,
+    TransformerDecoderBlock,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -187,8 +193,7 @@ DRAWINGS = {
     "transformer.transformer_blocks": lambda: transformer_diagrams.transformer_blocks(
         TransformerBlock(8, 2, n1=16), TransformerDecoderBlock(8, 2, n1=16)),
     "transformer.transformer_blocks, pre-norm": lambda: transformer_diagrams.transformer_blocks(
-        TransformerBlock(8, 2, n1=16, norm_first=True),
-        TransformerDecoderBlock(8, 2, n1=16, norm_first=True)),
+        PreNormBlock(8, 2, n1=16), PreNormDecoderBlock(8, 2, n1=16)),
     "transformer.encoder_decoder": lambda: transformer_diagrams.encoder_decoder(
         Transformer(7, 9, 8, 2, 16, 2, num_decoder_layers=3)),
     "transformer.encoder_decoder, 6 blocks": lambda: transformer_diagrams.encoder_decoder(
