@@ -12,7 +12,8 @@ page's code cells when it ran):
     python book/claims.py render       # the ledger's table on the results page
 
 A run is written SEED (the Makefile's kernel pins, on x86-64), SEED/default (PyTorch's,
-MKL's and oneDNN's own choice of vector instructions) or SEED/cuda (a GPU). `run` skips a
+MKL's and oneDNN's own choice of vector instructions) or SEED/cuda (a GPU), and /N more
+for N threads instead of the pages' one (SEED/default/2). `run` skips a
 (page, run) that the ledger already holds for the page's current code, so that it can be
 built over several sittings. Each run computes its pages with a model cache of its own,
 which pages share (a page that loads another's models finds them there) and which is
@@ -56,8 +57,11 @@ MIN_RUNS, SIGMAS = 8, 3.0
 STANDARD_RUNS = ("0", "1", "2", "3", "4", "5", "6/default", "7/default")
 PINS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 UNPINNED = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "AUTO", "ONEDNN_MAX_CPU_ISA": "ALL"}
+HEADLINES = ROOT / "book" / "headlines.yml"
 BEGIN = "<!-- the claims' table: written by book/claims.py render -->"
 END = "<!-- end of the claims' table -->"
+HEAD_BEGIN = "<!-- the headline comparisons: written by book/claims.py render -->"
+HEAD_END = "<!-- end of the headline comparisons -->"
 
 
 # ---- pages ---------------------------------------------------------------------------------
@@ -147,12 +151,16 @@ def gpu_name() -> str:
 
 
 def parse_run(spec: str) -> dict:
-    """A run spec, SEED, SEED/default or SEED/cuda: its label and its environment."""
-    seed, _, kind = spec.partition("/")
-    if not seed.isdigit() or kind not in ("", "default", "cuda"):
-        raise SystemExit(f"a run is SEED, SEED/default or SEED/cuda (such as 3/default), "
-                         f"got {spec!r}")
-    environ = {"SEQLIB_SEED": seed, "SEQLIB_DEVICE": "cuda" if kind == "cuda" else "cpu"}
+    """A run spec, SEED, SEED/default or SEED/cuda, and /N more for N threads (SEED/default/2):
+    its label and its environment."""
+    parts = spec.split("/")
+    seed, kind, threads = parts + [""] * (3 - len(parts)) if len(parts) <= 3 else ("",) * 3
+    if not seed.isdigit() or kind not in ("", "default", "cuda") \
+            or threads and (not threads.isdigit() or threads == "0"):
+        raise SystemExit(f"a run is SEED, SEED/default or SEED/cuda, with /N for N threads "
+                         f"(such as 3/default or 6/default/2), got {spec!r}")
+    environ = {"SEQLIB_SEED": seed, "SEQLIB_DEVICE": "cuda" if kind == "cuda" else "cpu",
+               "SEQLIB_THREADS": threads}
     if platform.machine().lower() in ("x86_64", "amd64"):
         environ |= UNPINNED if kind == "default" else PINS
     return {"spec": spec, "label": label(environ), "environ": environ}
@@ -162,11 +170,14 @@ def label(environ=os.environ) -> str:
     """The run that the variables `environ` make: its seed offset, the kernels (a page's
     set-up pins each kernel variable left unset, on x86-64) and the processor or GPU."""
     seed = environ.get("SEQLIB_SEED", "").strip() or "0"
+    threads = environ.get("SEQLIB_THREADS", "").strip()
+    threads = f", {threads} threads" if threads and threads != "1" else ""
     if environ.get("SEQLIB_DEVICE", "").strip().startswith("cuda"):
-        return f"seed {seed}, GPU, {gpu_name()}"
+        return f"seed {seed}, GPU{threads}, {gpu_name()}"
     x86 = platform.machine().lower() in ("x86_64", "amd64")
     pinned = x86 and all(environ.get(k) in (None, "", v) for k, v in PINS.items())
-    return f"seed {seed}, {'AVX2 pins' if pinned else 'default kernels'}, {processor()}"
+    kernels = "AVX2 pins" if pinned else "default kernels"
+    return f"seed {seed}, {kernels}{threads}, {processor()}"
 
 
 def record(path: pathlib.Path, log: pathlib.Path, ledger: pathlib.Path = LEDGER) -> None:
@@ -409,27 +420,45 @@ def _number(value: float) -> str:
 
 
 def render(entries: list[dict]) -> None:
-    """Write the claims' table into the results page, between BEGIN and END."""
+    """Write the claims' table, and that of the headline comparisons (HEADLINES), into the
+    results page, each between its markers."""
     stored = stored_label()
     runs = sorted({run for e in entries for run in e["margins"]})
-    lines = [BEGIN, "", f"{len(entries)} claims on {len({e['page'] for e in entries})} pages; "
+    table = [f"{len(entries)} claims on {len({e['page'] for e in entries})} pages; "
              f"{len(runs)} runs in all:", ""]
-    lines += [f"- {run}" + (" (the stored run)" if run == stored else "") for run in runs]
-    lines += ["", "| page | claim | what it says | stored run | least | mean | spread | "
+    table += [f"- {run}" + (" (the stored run)" if run == stored else "") for run in runs]
+    table += ["", "| page | claim | what it says | stored run | least | mean | spread | "
               "mean / spread | runs |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for e in entries:
-        sigmas = "all equal" if e["sigmas"] == float("inf") else _number(e["sigmas"])
-        lines.append(f"| {e['page']} | {e['claim']} | {_cell(e['says'] or '')} | "
-                     f"{_number(e['margins'].get(stored, float('nan')))} | "
-                     f"{_number(e['least'])} | {_number(e['mean'])} | "
-                     f"{_number(e['spread'])} | {sigmas} | {e['runs']} |")
-    lines += ["", END]
+    table += [_row([e["page"], e["claim"], _cell(e["says"] or "")], e, stored) for e in entries]
+    by_name = {(e["page"], e["claim"]): e for e in entries}
+    heads = ["| comparison | page | claim | stored run | least | mean | spread | "
+             "mean / spread | runs |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for head in headlines():
+        e = by_name[head["page"], head["claim"]]
+        heads.append(_row([_cell(head["comparison"]), head["page"], head["claim"]], e, stored))
     page = RESULTS.read_text()
-    if BEGIN not in page or END not in page:
-        raise SystemExit(f"{RESULTS.name} has no place for the table: add the lines "
-                         f"{BEGIN!r} and {END!r}")
-    head, rest = page.split(BEGIN, 1)
-    RESULTS.write_text(head + "\n".join(lines) + rest.split(END, 1)[1])
+    for begin, end, lines in [(BEGIN, END, table), (HEAD_BEGIN, HEAD_END, heads)]:
+        if begin not in page or end not in page:
+            raise SystemExit(f"{RESULTS.name} has no place for a table: add the lines "
+                             f"{begin!r} and {end!r}")
+        head, rest = page.split(begin, 1)
+        page = head + "\n".join([begin, "", *lines, "", end]) + rest.split(end, 1)[1]
+    RESULTS.write_text(page)
+
+
+def _row(columns: list[str], e: dict, stored: str) -> str:
+    """A row of a table: `columns`, then the claim's evidence: its margin in the stored run,
+    the least and the mean of its margins, their spread and the mean in spreads, the runs."""
+    sigmas = "all equal" if e["sigmas"] == float("inf") else _number(e["sigmas"])
+    evidence = [e["margins"].get(stored, float("nan")), e["least"], e["mean"], e["spread"]]
+    return "| " + " | ".join([*columns, *map(_number, evidence), sigmas, str(e["runs"])]) + " |"
+
+
+def headlines() -> list[dict]:
+    """The results page's headline comparisons: each a claim of a page (book/headlines.yml)."""
+    import yaml
+
+    return yaml.safe_load(HEADLINES.read_text())
 
 
 def _cell(text: str) -> str:
