@@ -13,11 +13,11 @@ page's code cells when it ran):
 
 A run is written SEED (the Makefile's kernel pins, on x86-64), SEED/default (PyTorch's,
 MKL's and oneDNN's own choice of vector instructions) or SEED/cuda (a GPU), and /N more
-for N threads instead of the pages' one (SEED/default/2). `run` skips a
-(page, run) that the ledger already holds for the page's current code, so that it can be
-built over several sittings. Each run computes its pages with a model cache of its own,
-which pages share (a page that loads another's models finds them there) and which is
-removed at the end.
+for N threads instead of the pages' one (SEED/default/2). `run` skips a (page, run) that
+the ledger already holds for every claim of the page's current code (in rows that count, as
+below), so that the ledger can be built over several sittings. Each run computes its pages
+with a model cache of its own, which pages share (a page that loads another's models finds
+them there) and which is removed at the end.
 
 The evidence: a claim's rows are those of the page's current code, and those of an earlier
 version of its code when one run of both gave every claim they share the same margin to the
@@ -298,8 +298,8 @@ def run(numbers, specs, jobs: int, ledger: pathlib.Path = LEDGER,
     failures = 0
     for spec in specs:
         what = parse_run(spec)
-        done = {(r["page"], r["code"]) for r in read(ledger) if r["run"] == what["label"]}
-        todo = [p for p in chosen if (p.name[:2], code_digest(p)) not in done]
+        rows = read(ledger)
+        todo = [p for p in chosen if not _recorded(p, what["label"], rows)]
         print(f"run {what['label']}: {len(todo)} pages to run "
               f"({len(chosen) - len(todo)} already in the ledger)", flush=True)
         folder = None if keep is None else keep / spec.replace("/", "-")
@@ -308,6 +308,17 @@ def run(numbers, specs, jobs: int, ledger: pathlib.Path = LEDGER,
             failures += sum(pool.map(partial(_run_one, what=what, cache=cache, keep=folder,
                                              ledger=ledger), todo))
     return failures
+
+
+def _recorded(path: pathlib.Path, label: str, rows: list[dict]) -> bool:
+    """Whether the ledger holds the run `label` of the page for every claim of its current
+    code, in rows that count (of its current code, or of an earlier code that computed the
+    same margins: see the module's docstring)."""
+    page = path.name[:2]
+    mine = [r for r in rows if r["page"] == page]
+    counted = _counted_codes(mine, code_digest(path))
+    have = {r["claim"] for r in mine if r["run"] == label and r["code"] in counted}
+    return set(claim_names(path)) <= have
 
 
 _LOCK = threading.Lock()
