@@ -42,9 +42,9 @@ TRANSLATION, CHARACTERS = "translation-de-en", "char-lm"
 
 def translation_examples(limit: int | None) -> list:
     """The training pairs of the translation runs as ids (the first `limit`, if given)."""
-    config = distributed.configure(TRANSLATION)
-    train = multi30k("train", config["src"], config["tgt"])[:limit]
-    return tr.prepare({"train": train}, config["min_freq"]).ids["train"]
+    data = distributed.configure(TRANSLATION)["data"]
+    train = multi30k("train", data["src"], data["tgt"])[:limit]
+    return tr.prepare({"train": train}, data["min_freq"]).ids["train"]
 
 
 def character_ids() -> torch.Tensor:
@@ -98,9 +98,9 @@ def main() -> None:
     device = set_up(args.device)
     count = args.batches[0]
     examples, ids = translation_examples(limit), character_ids()
-    fit = distributed.configure(TRANSLATION)
+    fit = distributed.configure(TRANSLATION)["fit"]
     B = fit["batch_size"]
-    lm = distributed.configure(CHARACTERS)
+    lm = distributed.configure(CHARACTERS)["fit"]
     seed = torch.Generator().manual_seed
     cases = {
         "translation, from lists": lambda: moved(tr.batches(examples, B, seed(0)), device),

@@ -71,7 +71,7 @@ TINY_RUNS = {  # a few seconds each on a CPU
     "translation-de-en": ["p=16", "heads=2", "n1=32", "num_layers=1", "limit=500",
                           "eval_limit=20", "batch_size=10", "steps=20", "warmup=3",
                           "dropout=0.0"],
-    "attention-de-en": ["embed=16", "hidden=16", "encoder_size=16", "attention_size=16",
+    "attention-de-en": ["embed_size=16", "hidden_size=16", "encoder_size=16", "attention_size=16",
                         "limit=500", "eval_limit=20", "batch_size=10", "steps=20"],
 }
 # The share of the time left that a run is sized to: on the first check on a GPU, steps
@@ -225,9 +225,10 @@ def headline_runs(names: list, base: dict, out: Path, device: str, tiny: bool, e
     records, probes = {}, {}
     for name in names:
         config = configure(name, base[name])
-        records[name] = {"profile_steps": config["steps"], "warmup": config["warmup"],
+        records[name] = {"profile_steps": config["fit"]["steps"],
+                         "warmup": config["fit"]["warmup"],
                          **HEADLINES[name]}
-        sets = base[name] + [f"steps={probe_steps}", f"warmup={min(config['warmup'], 1)}"]
+        sets = base[name] + [f"steps={probe_steps}", f"warmup={min(config['fit']['warmup'], 1)}"]
         probes[name] = (start(run_command(name, sets, out / "probe" / name, not tiny,
                                           "--no-evaluate"), out / f"probe-{name}.log", env),
                         time.time())

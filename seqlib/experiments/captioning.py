@@ -37,8 +37,13 @@ from seqlib.seq2seq import AttentionDecoder, Decoder, reorder_state, teacher_for
 from seqlib.text import pad_batch
 from seqlib.training import adam, warmup_linear
 
-BOOK_PROFILE = dict(steps=1200, batch_size=32, lr=3e-3, decay=True)
-FULL_PROFILE = dict(steps=10_000, batch_size=128, lr=1e-3, decay=True)
+# The setup of the captioners (seqlib.pages.config): "model", the arguments of ShowAndTell
+# and ShowAttendTell, "fit" those of `run`; SEQLIB_FULL=1 trains longer on bigger batches.
+PROFILES = {
+    "book": {"captioner": {"model": dict(embed_size=32, hidden_size=128),
+                           "fit": dict(steps=1200, batch_size=32, lr=3e-3, decay=True)}},
+    "full": {"captioner": {"model": dict(embed_size=32, hidden_size=128),
+                           "fit": dict(steps=10_000, batch_size=128, lr=1e-3, decay=True)}}}
 
 
 def as_source(images: torch.Tensor):
@@ -190,31 +195,29 @@ def collate(strips) -> dict:
     return {"src": src, "src_mask": src_mask, "tgt_in": tgt[:, :-1], "tgt_out": tgt[:, 1:]}
 
 
-# The settings of `run` (its config): those it needs, and the defaults of the others.
+# The settings of `run` (its fit): those it needs, and the defaults of the others.
 FIT_KEYS = ("steps", "batch_size", "lr")
 FIT_DEFAULTS = dict(clip=1.0, seed=0, warmup=0, decay=False)
 
 
-def run(name: str, model, data: tuple, config: dict) -> runs.Run:
+def run(name: str, model, data: tuple, fit: dict) -> runs.Run:
     """The run of a captioner (a model, or a function that builds one after
-    seed_everything(config["seed"])) on data = (images, labels, pool): fresh strips every
+    seed_everything(fit["seed"])) on data = (images, labels, pool): fresh strips every
     step, composed from the digit images `pool` by the run's generator (no strip is seen
     twice), the loss of teacher forcing (seq2seq.teacher_forced_loss), Adam at rate
-    config["lr"] with warmup_linear's config["warmup"] and config["decay"], gradients
-    clipped at config["clip"] (FIT_DEFAULTS for the settings config leaves out)."""
-    config = check_config(config, FIT_KEYS, FIT_DEFAULTS, strict=True)
-    positive_int("batch_size", config["batch_size"])
-    model = runs.built(model, config["seed"])
+    fit["lr"] with warmup_linear's fit["warmup"] and fit["decay"], gradients clipped at
+    fit["clip"] (FIT_DEFAULTS for the settings fit leaves out)."""
+    fit = check_config(fit, FIT_KEYS, FIT_DEFAULTS)
+    positive_int("batch_size", fit["batch_size"])
+    model = runs.built(model, fit["seed"])
     images, labels, pool = data
     pool = torch.as_tensor(pool)
     return runs.Run(name, model, teacher_forced_loss,
-                    partial(_strips, images, labels, pool, config["batch_size"],
+                    partial(_strips, images, labels, pool, fit["batch_size"],
                             next(model.parameters()).device),
-                    partial(adam, lr=config["lr"]), config["steps"], warmup=config["warmup"],
-                    schedule=partial(warmup_linear, decay=config["decay"]),
-                    clip=config["clip"], seed=config["seed"], rng_state=torch.get_rng_state(),
-                    config=config, data=(images[pool], labels[pool]), module=__name__,
-                    desc=type(model).__name__)
+                    partial(adam, lr=fit["lr"]), fit,
+                    partial(warmup_linear, decay=fit["decay"]),
+                    data=(images[pool], labels[pool]), module=__name__)
 
 
 def _strips(images, labels, pool, batch_size: int, device, generator: torch.Generator):

@@ -22,7 +22,7 @@ tests/experiments/test_classify.py checks it):
   real positions.
 
 Tensors are (batch, time, features). A classifier trains through `run(name, model, data,
-config)` (AdamW, and early stopping on a validation set); the experiment on the sentence
+fit)` (AdamW, and early stopping on a validation set); the experiment on the sentence
 polarity data set (splits, word2vec vectors, cross-validation) is
 seqlib.experiments.sentiment.
 """
@@ -139,30 +139,26 @@ class Classifier(nn.Module):
         return self.head(self.dropout(self.encoder(ids, mask)))  # (B, q) logits
 
 
-def build(kind: str, vocab_size: int, config: dict,
+def build(kind: str, vocab_size: int, model: dict,
           vectors: torch.Tensor | None = None) -> Classifier:
-    """The classifier of one of KINDS with the sizes of `config` (keys p, hidden (per
-    direction, for each recurrent kind), heads, m, n1, dropout), its embedding table
-    started from `vectors` (vocab_size, p) if given."""
+    """The classifier of one of KINDS: its encoder built with the arguments `model` (those
+    of BagOfEmbeddings, RecurrentEncoder after the unit or TransformerEncoder: p,
+    hidden_size, heads, m, n1, dropout, ...) under a head with the same dropout, its
+    embedding table started from `vectors` (vocab_size, p) if given."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    p, drop = config["p"], config["dropout"]
     if kind == "bag":
-        encoder = BagOfEmbeddings(vocab_size, p, dropout=drop)
+        encoder = BagOfEmbeddings(vocab_size, **model)
     elif kind == "transformer":
-        encoder = TransformerEncoder(vocab_size, p, config["heads"], m=config["m"],
-                                     n1=config["n1"], dropout=drop,
-                                     block_dropout=config.get("block_dropout", 0.0),
-                                     norm_first=config.get("norm_first", False))
+        encoder = TransformerEncoder(vocab_size, **model)
     else:
-        encoder = RecurrentEncoder(vocab_size, p, config["hidden"][kind],
-                                   unit=kind.removeprefix("bi"),
-                                   bidirectional=kind.startswith("bi"), dropout=drop)
-    model = Classifier(encoder, len(CLASSES), dropout=drop)
+        encoder = RecurrentEncoder(vocab_size, **model, unit=kind.removeprefix("bi"),
+                                   bidirectional=kind.startswith("bi"))
+    classifier = Classifier(encoder, len(CLASSES), dropout=model.get("dropout", 0.0))
     if vectors is not None:
         with torch.no_grad():
-            model.encoder.embedding.weight.copy_(vectors)
-    return model
+            classifier.encoder.embedding.weight.copy_(vectors)
+    return classifier
 
 
 def saliency(model: Classifier, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -255,23 +251,23 @@ class EarlyStopping:
                 "best_step": self.best[2]}
 
 
-# The settings of `run` (its config), besides "seed" (0 if left out).
+# The settings of `run` (its fit): those it needs, and the defaults of the others.
 FIT_KEYS = ("steps", "batch_size", "lr", "weight_decay", "evals")
+FIT_DEFAULTS = dict(seed=0)
 
 
-def run(name: str, model, data: tuple, config: dict) -> runs.Run:
+def run(name: str, model, data: tuple, fit: dict) -> runs.Run:
     """The run of a classifier (a model, or a function that builds one after
-    seed_everything(config["seed"])) on data = (train_set, val_set), each (ids, labels):
-    config["steps"] batches of config["batch_size"] (`batches`, from the run's generator)
-    of the cross-entropy `loss_fn`, AdamW at rate config["lr"] with config["weight_decay"],
-    and EarlyStopping on val_set, config["evals"] times. Dropout draws from torch's
-    generator as it is when the run is made (after the model is built)."""
-    config = check_config(config, FIT_KEYS, {"seed": 0})
-    model = runs.built(model, config["seed"])
+    seed_everything(fit["seed"])) on data = (train_set, val_set), each (ids, labels):
+    fit["steps"] batches of fit["batch_size"] (`batches`, from the run's generator) of the
+    cross-entropy `loss_fn`, AdamW at rate fit["lr"] with fit["weight_decay"], and
+    EarlyStopping on val_set, fit["evals"] times (FIT_DEFAULTS for the settings fit leaves
+    out). Dropout draws the run's own random numbers (runs.fit)."""
+    fit = check_config(fit, FIT_KEYS, FIT_DEFAULTS)
+    model = runs.built(model, fit["seed"])
     train_set, val_set = data
-    stopping = EarlyStopping(model, val_set, config["steps"], config["evals"])
-    return runs.Run(name, model, loss_fn, partial(batches, *train_set, config["batch_size"]),
-                    partial(adamw, lr=config["lr"], weight_decay=config["weight_decay"]),
-                    config["steps"], seed=config["seed"], on_step=stopping,
-                    finish=stopping.finish, rng_state=torch.get_rng_state(), config=config,
-                    data=(*train_set, *val_set), module=__name__)
+    stopping = EarlyStopping(model, val_set, fit["steps"], fit["evals"])
+    return runs.Run(name, model, loss_fn, partial(batches, *train_set, fit["batch_size"]),
+                    partial(adamw, lr=fit["lr"], weight_decay=fit["weight_decay"]), fit,
+                    data=(*train_set, *val_set), module=__name__, on_step=stopping,
+                    finish=stopping.finish)

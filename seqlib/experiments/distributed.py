@@ -13,10 +13,13 @@ chapters of Sections 7.4 and 7.5: the transformer of Fig. 7.16 from German to En
 (`translation-de-en`) and from English to French (`translation-en-fr`), the encoder-decoder
 with attention of Fig. 7.10 from German to English (`attention-de-en`), and the
 decoder-only transformer on tiny Shakespeare (`char-lm`). Each is the run the chapters
-train, the runs.Run of translation.run or runs.language_model: its model, batches, loss,
-optimizer, schedule, steps and clipping. `--set key=value` changes one entry of the
-configuration (`--set steps=100`); `--tf32` trains with TF32 matrix products on GPUs that
-have them.
+train in their full profile, the runs.Run of translation.run or streams.run: its model,
+batches, loss, optimizer, schedule, steps and clipping. Its configuration is the setup of
+the chapters' PROFILES["full"] (seqlib.pages.config), its "data" completed with what the
+command line chooses (the languages, and `limit` and `eval_limit`, the pairs kept for a
+quick check), its "fit" with the run's defaults; `--set key=value` changes the entry `key`
+of its "data", "model" or "fit" (`--set steps=100`); `--tf32` trains with TF32 matrix
+products on GPUs that have them.
 
 - Every process draws the same global batch, from the run's generator as in one-process
   training, and keeps its share of the rows (a deterministic sharding): the run sees the
@@ -37,6 +40,7 @@ have them.
 
 import argparse
 import ast
+import copy
 import json
 import math
 import os
@@ -53,6 +57,7 @@ from seqlib.experiments import runs, shakespeare, streams
 from seqlib.experiments import translation as tr
 from seqlib.experiments.runs import save_atomic
 from seqlib.lm import TransformerLM
+from seqlib.pages.config import check_config
 from seqlib.pages.seeds import book_seed, generator
 from seqlib.seq2seq import AttentionSeq2Seq, teacher_forced_loss
 from seqlib.text import char_vocab
@@ -63,52 +68,48 @@ from seqlib.utils import default_device
 
 def translation(config: dict, device="cpu") -> tuple[runs.Run, tr.TranslationData]:
     """The run of the transformer of Fig. 7.16 on Multi30k (translation.run), and its data;
-    config["limit"] and config["eval_limit"], when not None, keep only the first training
-    pairs and the first pairs of each evaluation split (quick checks). The model is built
-    on the CPU and moved to `device`, where the run's batches are assembled."""
+    the configuration's "data" holds the languages, min_freq, and `limit` and `eval_limit`,
+    which when not None keep only the first training pairs and the first pairs of each
+    evaluation split (quick checks). The model is built on the CPU and moved to `device`,
+    where the run's batches are assembled."""
     return _translation(config, "transformer", lambda data: Transformer(
-        len(data.src_vocab), len(data.tgt_vocab),
-        **{k: config[k] for k in ("p", "heads", "n1", "num_layers", "dropout")}), device)
+        len(data.src_vocab), len(data.tgt_vocab), **config["model"]), device)
 
 
 def attention_translation(config: dict, device="cpu") -> tuple[runs.Run, tr.TranslationData]:
     """The run of the encoder-decoder with attention of Fig. 7.10 and (7.22) on Multi30k
-    (translation.run, chapter 08's full configuration), and its data, as `translation`."""
+    (translation.run, chapter 08's full profile), and its data, as `translation`."""
     return _translation(config, "attention", lambda data: AttentionSeq2Seq(
-        len(data.src_vocab), len(data.tgt_vocab), config["embed"], config["hidden"],
-        **{k: config[k] for k in ("unit", "encoder_size", "score", "attention_size")}),
-        device)
+        len(data.src_vocab), len(data.tgt_vocab), **config["model"]), device)
 
 
 def _translation(config: dict, kind: str, build: Callable, device) -> tuple:
     """The translation run of the model build(data), named as the chapters name it, on
     `device`: its batches are taken there from the pairs padded once (translation.draws)."""
-    pairs = {split: multi30k(split, config["src"], config["tgt"])
+    data = config["data"]
+    pairs = {split: multi30k(split, data["src"], data["tgt"])
              for split in ("train", "val", "test_2016_flickr")}
-    pairs["train"] = pairs["train"][:config["limit"]]
+    pairs["train"] = pairs["train"][:data["limit"]]
     for split in ("val", "test_2016_flickr"):
-        pairs[split] = pairs[split][:config["eval_limit"]]
-    data = tr.prepare(pairs, config["min_freq"])
-    fit = {k: v for k, v in config.items() if k in tr.FIT_KEYS or k in tr.FIT_DEFAULTS}
-    return tr.run(f"{config['src']}-{config['tgt']}-{kind}", lambda: build(data).to(device),
-                  data, fit), data
+        pairs[split] = pairs[split][:data["eval_limit"]]
+    prepared = tr.prepare(pairs, data["min_freq"])
+    return tr.run(f"{data['src']}-{data['tgt']}-{kind}", lambda: build(prepared).to(device),
+                  prepared, config["fit"]), prepared
 
 
 def char_lm(config: dict, device="cpu") -> tuple[runs.Run, tuple]:
     """The run of the decoder-only transformer of chapter 7.5 on tiny Shakespeare
-    (runs.language_model), and its data (vocab, train_ids, val_ids); the model is built on
-    the CPU and moved to `device`, and so is the training text, once."""
-    if config["context"] > config["max_len"]:
-        raise ValueError(f"context={config['context']} exceeds max_len={config['max_len']}: "
+    (streams.run), and its data (vocab, train_ids, val_ids); the model is built on the CPU
+    and moved to `device`, and so is the training text, once."""
+    model, fit = config["model"], config["fit"]
+    if fit["context"] > model["max_len"]:
+        raise ValueError(f"context={fit['context']} exceeds max_len={model['max_len']}: "
                          "a chunk must fit the transformer's positions")
     text = tiny_shakespeare()
     vocab = char_vocab(text)
     train_ids, val_ids = streams.split_corpus(torch.tensor(vocab.encode(text)), 0.9)
-    arch = ("p", "heads", "n1", "num_layers", "max_len", "dropout", "positional")
-    model = runs.built(lambda: TransformerLM(len(vocab), **{k: config[k] for k in arch})
-                       .to(device), config["seed"])
-    fit = {k: v for k, v in config.items() if k not in arch}
-    return (runs.language_model("shakespeare-transformer", model, train_ids, fit),
+    built = runs.built(lambda: TransformerLM(len(vocab), **model).to(device), fit["seed"])
+    return (streams.run("shakespeare-transformer", built, train_ids, fit),
             (vocab, train_ids, val_ids))
 
 
@@ -166,7 +167,7 @@ def val_loss(model: nn.Module, data, config: dict) -> float:
     character for the language model (data = (vocab, train_ids, val_ids))."""
     if isinstance(data, tr.TranslationData):
         return translation_val_loss(model, data)
-    return streams.evaluate(model, data[2], 32, config["context"])
+    return streams.evaluate(model, data[2], 32, config["fit"]["context"])
 
 
 @torch.no_grad()
@@ -182,45 +183,54 @@ def evaluate(model: nn.Module, data, config: dict) -> dict:
     return results
 
 
-def _translation_config(src: str, tgt: str, full: dict) -> dict:
-    return dict(src=src, tgt=tgt, min_freq=tr.FULL_PROFILE["min_freq"], limit=None,
-                eval_limit=None, **full["arch"], **full["fit"])
+def _configuration(setup: dict, fit_check: tuple, **data) -> dict:
+    """The configuration of a run of the command line: the setup of a full profile, its
+    "data" completed with `data`, its "fit" with the run's defaults
+    (fit_check = (FIT_KEYS, FIT_DEFAULTS) of the run's module)."""
+    return {"data": {**data, **setup.get("data", {})}, "model": dict(setup["model"]),
+            "fit": check_config(setup["fit"], *fit_check)}
+
+
+def _translation_configuration(setup: str, src: str, tgt: str) -> dict:
+    return _configuration(tr.PROFILES["full"][setup], (tr.FIT_KEYS, tr.FIT_DEFAULTS), src=src,
+                          tgt=tgt, limit=None, eval_limit=None)
 
 
 # name -> (function making its run and data from a configuration, its full configuration)
 EXPERIMENTS = {
-    "translation-de-en": (translation, _translation_config("de", "en",
-                                                           tr.TRANSFORMER_FULL_PROFILE)),
-    "translation-en-fr": (translation, _translation_config("en", "fr",
-                                                           tr.TRANSFORMER_FULL_PROFILE)),
-    "attention-de-en": (attention_translation, _translation_config("de", "en",
-                                                                   tr.ATTENTION_FULL_PROFILE)),
-    "char-lm": (char_lm, dict(seed=0, **shakespeare.TRANSFORMER_FULL_PROFILE["arch"],
-                              **shakespeare.TRANSFORMER_FULL_PROFILE["fit"])),
+    "translation-de-en": (translation, _translation_configuration("transformer", "de", "en")),
+    "translation-en-fr": (translation, _translation_configuration("transformer", "en", "fr")),
+    "attention-de-en": (attention_translation,
+                        _translation_configuration("attention", "de", "en")),
+    "char-lm": (char_lm, _configuration(shakespeare.PROFILES["full"]["transformer"],
+                                        (streams.FIT_KEYS, streams.FIT_DEFAULTS))),
 }
 
 
 def configure(experiment: str, assignments=()) -> dict:
-    """The experiment's configuration with each "key=value" of `assignments` applied (the
-    value read as a Python literal, else as a string)."""
+    """The experiment's configuration ({"data", "model", "fit"}) with each "key=value" of
+    `assignments` applied to the entry `key` of whichever part holds it (the value read as
+    a Python literal, else as a string)."""
     if experiment not in EXPERIMENTS:
         raise ValueError(f"experiment must be one of {sorted(EXPERIMENTS)}, got {experiment!r}")
-    config = dict(EXPERIMENTS[experiment][1])
+    config = copy.deepcopy(EXPERIMENTS[experiment][1])
     for assignment in assignments:
         key, sep, text = assignment.partition("=")
-        if not sep or key not in config:
-            raise ValueError(f"--set takes key=value with a key among {sorted(config)}, got "
+        parts = [part for part in config.values() if key in part]
+        if not sep or not parts:
+            known = sorted(k for part in config.values() for k in part)
+            raise ValueError(f"--set takes key=value with a key among {known}, got "
                              f"{assignment!r}")
         try:
             value = ast.literal_eval(text)
         except (ValueError, SyntaxError):
             value = text
-        default = config[key]
+        default = parts[0][key]
         if default is not None and not (type(value) is type(default) or (
                 type(default) is float and type(value) is int)):
             raise ValueError(f"--set {key}=VALUE must be of type {type(default).__name__} "
                              f"like its default {default!r}, got {value!r}")
-        config[key] = value
+        parts[0][key] = value
     return config
 
 
@@ -309,7 +319,7 @@ def main(argv=None) -> dict:
         config = configure(args.experiment, args.set)
     except ValueError as err:
         parser.error(str(err))
-    out, steps = args.out or Path("runs") / args.experiment, config["steps"]
+    out, steps = args.out or Path("runs") / args.experiment, config["fit"]["steps"]
     identity = {"experiment": args.experiment, "config": config, "dtype": args.dtype,
                 "tf32": args.tf32}
     rank, world, device = start_processes()

@@ -139,43 +139,70 @@ def one_step_loss(model: Forecaster, batch) -> torch.Tensor:
     return ((y_hat - window[:, 1:]) / model.scale).pow(2).mean()
 
 
-# The book profile: set by runs judged on the validation year 1989 (see the chapter).
-# Training longer overfits the eight training years, and so does a bigger state (64 units:
-# one-step errors 6% to 10% below persistence's instead of 14%), so the full profile only
-# averages over more seeds.
-BOOK_PROFILE = {"hidden_size": 32, "length": 60, "batch_size": 32, "steps": 600,
-                "lr": 1e-2, "warmup_steps": 50, "seeds": (0, 1, 2)}
-FULL_PROFILE = {**BOOK_PROFILE, "seeds": tuple(range(10))}
+def fed_back_loss(model: Forecaster, batch) -> torch.Tensor:
+    """Training through the feedback loop: the mean squared error, in normalised units, of
+    the forecasts fed back ((7.3)) of each window's values after its first model.warmup
+    ones, which the forecaster reads (backpropagation runs through the whole loop)."""
+    window, day = batch  # (B, T): model.warmup observed values, then those to forecast
+    observed = model.warmup
+    predictions = model.forecast(window[:, :observed], window.shape[1] - observed, day)
+    return ((predictions - window[:, observed:]) / model.scale).pow(2).mean()
 
 
-def forecaster(unit: str, series: torch.Tensor, config: dict,
+# The setups (seqlib.pages.config): "forecaster", the recurrent forecasters ("model": the
+# arguments of Forecaster after the unit; "seeds": those the page trains each unit with),
+# set by runs judged on the validation year 1989 (see the chapter): training longer overfits
+# the eight training years, and so does a bigger state (64 units: one-step errors 6% to 10%
+# below persistence's instead of 14%), so the full profile only averages over more seeds.
+# "fed-back": 200 steps more of a trained forecaster through the feedback loop, reading 30
+# observed days ("model": its warm-up window) and forecasting the next 30, at a constant rate.
+FED_BACK = {"model": dict(warmup=30),
+            "fit": dict(context=59, batch_size=32, steps=200, lr=3e-3, warmup=0, decay=False,
+                        teacher_forcing=False)}
+PROFILES = {
+    "book": {"forecaster": {"model": dict(hidden_size=32),
+                            "fit": dict(context=60, batch_size=32, steps=600, lr=1e-2,
+                                        warmup=50),
+                            "seeds": (0, 1, 2)},
+             "fed-back": FED_BACK},
+    "full": {"forecaster": {"model": dict(hidden_size=32),
+                            "fit": dict(context=60, batch_size=32, steps=600, lr=1e-2,
+                                        warmup=50),
+                            "seeds": tuple(range(10))},
+             "fed-back": FED_BACK}}
+
+
+def forecaster(unit: str, series: torch.Tensor, model: dict,
                period: int | None = 365) -> Forecaster:
-    """The Forecaster of `unit` with config["hidden_size"] units, normalised with the mean
-    and standard deviation of the 1-D training `series`, with the calendar of `period`."""
-    return Forecaster(unit, config["hidden_size"], loc=series.mean().item(),
-                      scale=series.std().item(), period=period)
+    """The Forecaster of `unit` with the arguments `model` (hidden_size, ...), normalised
+    with the mean and standard deviation of the 1-D training `series`, with the calendar of
+    `period`."""
+    return Forecaster(unit, **model, loc=series.mean().item(), scale=series.std().item(),
+                      period=period)
 
 
-# The settings of `run` (its config), besides "seed" (0 if left out).
-FIT_KEYS = ("length", "batch_size", "steps", "lr", "warmup_steps")
+# The settings of `run` (its fit): those it needs, and the defaults of the others.
+FIT_KEYS = ("context", "batch_size", "steps", "lr", "warmup")
+FIT_DEFAULTS = dict(clip=1.0, seed=0, decay=True, teacher_forcing=True)
 
 
-def run(name: str, model, data: torch.Tensor, config: dict) -> runs.Run:
+def run(name: str, model, data: torch.Tensor, fit: dict) -> runs.Run:
     """The run of a Forecaster (a model, or a function that builds one after
-    seed_everything(config["seed"]), `forecaster` say) on the 1-D training series `data`:
-    teacher forcing (`one_step_loss`) on config["steps"] batches of config["batch_size"]
-    random windows of config["length"] + 1 values, drawn from the run's generator, AdamW
-    (no weight decay) at peak rate config["lr"], a linear warm-up of config["warmup_steps"]
-    steps then a cosine decay (warmup_cosine), gradients clipped at norm 1."""
-    config = check_config(config, FIT_KEYS, {"seed": 0})
-    model = runs.built(model, config["seed"])
+    seed_everything(fit["seed"]), `forecaster` say) on the 1-D training series `data`:
+    fit["steps"] batches of fit["batch_size"] random windows of fit["context"] + 1 values,
+    drawn from the run's generator, with teacher forcing (`one_step_loss`) or, with
+    fit["teacher_forcing"] False, through the feedback loop (`fed_back_loss`); AdamW (no
+    weight decay) at peak rate fit["lr"], a linear warm-up of fit["warmup"] steps then a
+    cosine decay (warmup_cosine), or with fit["decay"] False a constant rate; gradients
+    clipped at norm fit["clip"] (FIT_DEFAULTS for the settings fit leaves out)."""
+    fit = check_config(fit, FIT_KEYS, FIT_DEFAULTS)
+    model = runs.built(model, fit["seed"])
     return runs.Run(
-        name, model, one_step_loss,
-        partial(random_windows, data.to(model.unit.W_yh.dtype), config["length"],
-                config["batch_size"]),
-        partial(adamw, lr=config["lr"], weight_decay=0.0), config["steps"],
-        warmup=config["warmup_steps"], schedule=warmup_cosine, clip=1.0, seed=config["seed"],
-        config=config, data=(data,), module=__name__)
+        name, model, one_step_loss if fit["teacher_forcing"] else fed_back_loss,
+        partial(random_windows, data.to(model.unit.W_yh.dtype), fit["context"],
+                fit["batch_size"]),
+        partial(adamw, lr=fit["lr"], weight_decay=0.0), fit,
+        warmup_cosine if fit["decay"] else None, data=(data,), module=__name__)
 
 
 def origins(series: torch.Tensor, first: int, last: int, window: int, horizon: int):

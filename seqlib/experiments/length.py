@@ -5,6 +5,10 @@ A task sequence is [x_1, ..., x_n, SEP, x_n, ..., x_1]: n symbols drawn uniforml
 language model (seqlib.lm.RecurrentLM or seqlib.lm.TransformerLM) reads it as a
 token stream, tensors (batch, time); it is trained on the n answer tokens only and
 evaluated by greedy decoding, at lengths n it was trained on and at longer ones.
+
+`PROFILES` (seqlib.pages.config) holds the setups of the page's models, "lstm" and
+"transformer" ("model": the arguments of RecurrentLM after the unit and the vocabulary size,
+of TransformerLM after the vocabulary size; "data": the task), the same in both profiles.
 """
 
 from functools import partial
@@ -19,7 +23,19 @@ from seqlib.pages import seeds
 from seqlib.pages.config import check_config
 from seqlib.training import adamw, warmup_cosine
 
-FIT_KEYS = ("lengths", "batch_size", "steps", "lr", "warmup", "symbols", "seed")
+# Training on strings of 1 to 10 symbols of 10, from one generator (seed 1) for every model.
+DATA = dict(lengths=(1, 10), symbols=10)
+SETUPS = {"lstm": {"data": DATA, "model": dict(embed_size=32, hidden_size=256),
+                   "fit": dict(batch_size=32, steps=3000, lr=3e-3, warmup=50, seed=1)},
+          "transformer": {"data": DATA,
+                          "model": dict(p=64, heads=4, n1=256, num_layers=2, max_len=64),
+                          "fit": dict(batch_size=32, steps=3000, lr=2e-3, warmup=50, seed=1)}}
+PROFILES = {"book": SETUPS, "full": SETUPS}
+
+# The settings of `run` (its data and fit): those it needs, and the defaults of the others.
+DATA_KEYS = ("lengths", "symbols")
+FIT_KEYS = ("batch_size", "steps", "lr", "warmup")
+FIT_DEFAULTS = dict(clip=1.0, seed=0)
 
 
 def _check_generator(generator) -> torch.Generator:
@@ -51,25 +67,25 @@ def reversal_loss(model: nn.Module, batch: torch.Tensor) -> torch.Tensor:
                            batch[:, n + 1:].reshape(-1))
 
 
-def run(name: str, model, config: dict) -> runs.Run:
+def run(name: str, model, data: dict, fit: dict) -> runs.Run:
     """The run of `model` (a model, or a function that builds one after
-    seed_everything(config["seed"])) on the task, whose data it draws itself:
-    config["steps"] batches of config["batch_size"] task sequences of config["symbols"]
-    symbols, each batch of one length n drawn uniformly from config["lengths"] (shortest,
-    longest), all from the run's generator, seeded with config["seed"]: AdamW at peak rate
-    config["lr"] with warmup_cosine's warm-up of config["warmup"] steps and decay,
-    gradients clipped at norm 1."""
-    config = check_config(config, FIT_KEYS)
-    lengths = config["lengths"]
+    seed_everything(fit["seed"])) on the task, whose sequences it draws itself from
+    data = {"lengths": (shortest, longest), "symbols": how many}: fit["steps"] batches of
+    fit["batch_size"] task sequences, each batch of one length n drawn uniformly from
+    data["lengths"], all from the run's generator: AdamW at peak rate fit["lr"] with
+    warmup_cosine's warm-up of fit["warmup"] steps and decay, gradients clipped at norm
+    fit["clip"] (FIT_DEFAULTS for the settings fit leaves out)."""
+    data = check_config(data, DATA_KEYS)
+    fit = check_config(fit, FIT_KEYS, FIT_DEFAULTS)
+    lengths = data["lengths"]
     if not (isinstance(lengths, tuple) and len(lengths) == 2 and 1 <= lengths[0] <= lengths[1]):
-        raise ValueError(f"config['lengths'] must be a pair (shortest, longest), 1 <= "
+        raise ValueError(f"data['lengths'] must be a pair (shortest, longest), 1 <= "
                          f"shortest <= longest, got {lengths!r}")
-    model = runs.built(model, config["seed"])
+    model = runs.built(model, fit["seed"])
     return runs.Run(name, model, reversal_loss,
-                    partial(_batches, lengths, config["batch_size"], config["symbols"]),
-                    partial(adamw, lr=config["lr"]), config["steps"], warmup=config["warmup"],
-                    schedule=warmup_cosine, clip=1.0, seed=config["seed"], config=config,
-                    module=__name__, desc="reverse")
+                    partial(_batches, lengths, fit["batch_size"], data["symbols"]),
+                    partial(adamw, lr=fit["lr"]), fit, warmup_cosine,
+                    data=(lengths, data["symbols"]), module=__name__)
 
 
 def _batches(lengths: tuple, batch_size: int, symbols: int, generator: torch.Generator):

@@ -17,8 +17,9 @@ learning such vectors from unlabelled sentences:
 
 Transfer (the classifiers of seqlib.experiments.classify and their training):
 `transfer_model` puts a pretrained model under a classification head, frozen or to be
-fine-tuned, and `transfer_run` is its run; `pretraining_run` pretrains; runs.trained and
+fine-tuned, which classify.run trains; `run` pretrains; runs.trained and
 runs.trained_together train them through the model cache (several in worker processes).
+`PROFILES` holds the setups of both (seqlib.pages.config).
 Tensors are (batch, time, features); padding (id 0) comes last and a bool mask is True at
 real tokens, as seqlib.text.pad_batch makes them.
 """
@@ -31,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib.checks import check_source, positive_int
-from seqlib.experiments import classify, runs
+from seqlib.experiments import runs
 from seqlib.experiments.classify import Classifier, TransformerEncoder
 from seqlib.experiments.sentences import batch_indices
 from seqlib.gated import LSTM
@@ -44,23 +45,36 @@ IGNORE = -100  # the target of a position that is not predicted (F.cross_entropy
 REGIMES = ("scratch", "frozen", "fine-tuned")
 INIT_STD = 0.1  # the biLM's word vectors start small, so what pretraining writes stands out
 
-# The book profile (a 2-core CPU, about a minute of pretraining); SEQLIB_FULL=1 pretrains
-# and fine-tunes longer (seqlib.pages.config.profile). "bilm"/"mlm": the models and their
-# pretraining;
-# "fit": the budget of the transfer runs (classify.run) ("steps" with fewer labels than the whole
-# training set, "steps_all" with all of them; "lr" for scratch and fine-tuning,
-# "frozen_lr" for the frozen regime, which trains only a head).
-BOOK_PROFILE = {
-    "bilm": dict(p=64, num_layers=1, output_size=1000, steps=300, batch_size=64, lr=1e-2),
-    "mlm": dict(p=64, heads=2, n1=128, num_layers=2, steps=500, batch_size=64, lr=3e-3),
-    "fit": dict(steps=100, steps_all=250, batch_size=32, lr=5e-3, frozen_lr=2e-2,
-                weight_decay=0.01, evals=4),
-    "sizes": [100, 300, 1000]}
-FULL_PROFILE = {
-    "bilm": {**BOOK_PROFILE["bilm"], "steps": 1500},
-    "mlm": {**BOOK_PROFILE["mlm"], "steps": 3000},
-    "fit": {**BOOK_PROFILE["fit"], "steps": 300, "steps_all": 1000, "evals": 8},
-    "sizes": [100, 300, 1000, 3000]}
+# The setups (seqlib.pages.config): the book profile pretrains for about a minute on a 2-core
+# CPU; SEQLIB_FULL=1 pretrains and fine-tunes longer. "bilm" and "masked-lm": the models
+# (the arguments of BiLM and MaskedLM after the vocabulary size) and their pretraining
+# (`run`); "transfer": the classifiers on a pretrained model (the arguments of
+# transfer_model after the model and the regime), trained by classify.run on subsets of
+# the labelled sentences ("data": their sizes), and "transfer-all" on all of them; the
+# frozen regime, which trains only a head, at a higher rate ("frozen", "frozen-all").
+def _transfers(steps: int, steps_all: int, evals: int, sizes: list) -> dict:
+    """The four setups of the transfer runs of one profile."""
+    setups = {}
+    for name, lr in [("transfer", 5e-3), ("frozen", 2e-2)]:
+        for suffix, n in [("", steps), ("-all", steps_all)]:
+            setups[name + suffix] = {
+                "model": dict(dropout=0.5),
+                "fit": dict(steps=n, batch_size=32, lr=lr, weight_decay=0.01, evals=evals)}
+    setups["transfer"]["data"] = dict(sizes=sizes)
+    return setups
+
+
+PROFILES = {
+    "book": {"bilm": {"model": dict(p=64, num_layers=1, output_size=1000),
+                      "fit": dict(steps=300, batch_size=64, lr=1e-2)},
+             "masked-lm": {"model": dict(p=64, heads=2, n1=128, num_layers=2),
+                           "fit": dict(steps=500, batch_size=64, lr=3e-3)},
+             **_transfers(steps=100, steps_all=250, evals=4, sizes=[100, 300, 1000])},
+    "full": {"bilm": {"model": dict(p=64, num_layers=1, output_size=1000),
+                      "fit": dict(steps=1500, batch_size=64, lr=1e-2)},
+             "masked-lm": {"model": dict(p=64, heads=2, n1=128, num_layers=2),
+                           "fit": dict(steps=3000, batch_size=64, lr=3e-3)},
+             **_transfers(steps=300, steps_all=1000, evals=8, sizes=[100, 300, 1000, 3000])}}
 
 
 class BiLM(nn.Module):
@@ -278,19 +292,23 @@ class PretrainingLoss:
         return history | (self.parts if self.parts["forward"] else {})
 
 
-def pretraining_run(name: str, model: nn.Module, ids: list, config: dict) -> runs.Run:
+# The settings of `run` (its fit): those it needs, and the defaults of the others.
+FIT_KEYS = ("steps", "batch_size", "lr")
+FIT_DEFAULTS = dict(clip=1.0, seed=0)
+
+
+def run(name: str, model: nn.Module, data: list, fit: dict) -> runs.Run:
     """The run that pretrains a BiLM or a MaskedLM (`PretrainingLoss`) on the unlabelled
-    sentences `ids` (lists of ids): config["steps"] AdamW steps of config["batch_size"]
-    sentences at rate config["lr"], gradients clipped at norm 1, dropout on random numbers
-    of its own, seeded with config["seed"] (0 if left out)."""
+    sentences `data` (lists of ids): fit["steps"] AdamW steps of fit["batch_size"]
+    sentences at rate fit["lr"], gradients clipped at norm fit["clip"] (FIT_DEFAULTS for
+    the settings fit leaves out)."""
     if not isinstance(model, (BiLM, MaskedLM)):
         raise TypeError(f"model must be a BiLM or a MaskedLM, got {type(model).__name__}")
-    config = check_config(config, ("steps", "batch_size", "lr"), {"seed": 0})
+    fit = check_config(fit, FIT_KEYS, FIT_DEFAULTS)
     loss = PretrainingLoss()
-    return runs.Run(name, model, loss, partial(_with_generator, ids, config["batch_size"]),
-                    partial(adamw, lr=config["lr"]), config["steps"], clip=1.0,
-                    seed=config["seed"], own_randomness=True, finish=loss.finish,
-                    config=config, data=(ids,), module=__name__)
+    return runs.Run(name, model, loss, partial(_with_generator, data, fit["batch_size"]),
+                    partial(adamw, lr=fit["lr"]), fit, data=(data,), module=__name__,
+                    finish=loss.finish)
 
 
 def transfer_model(base: nn.Module, regime: str, *, dropout: float = 0.5) -> Classifier:
@@ -312,14 +330,3 @@ def transfer_model(base: nn.Module, regime: str, *, dropout: float = 0.5) -> Cla
     if regime == "frozen":
         freeze(inner)
     return Classifier(encoder, 2, dropout=dropout)
-
-
-def transfer_run(name: str, base: nn.Module, regime: str, train_set: tuple, val_set: tuple,
-                 budget: dict, seed: int = 0) -> runs.Run:
-    """The run that trains `transfer_model(base, regime)` (its head started after
-    seed_everything(seed)) as a classifier (classify.run: AdamW and early stopping on
-    val_set) on train_set (ids, labels) with `budget` (steps, batch_size, lr, weight_decay,
-    evals). The weights it starts from, those of `base` among them, are part of the run's
-    key."""
-    return classify.run(name, partial(transfer_model, base, regime), (train_set, val_set),
-                        budget | {"seed": seed})

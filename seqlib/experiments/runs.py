@@ -1,27 +1,29 @@
 """What every experiment shares: one record of a training run, its training, the model
 cache, and several runs trained at once.
 
-- A run is one record, `Run`: its model, its data (`batches(generator)`, the batches of a
-  CPU generator seeded with the run's seed), its loss, optimizer and learning-rate schedule
-  (seqlib.training's `adam` or `adamw`, `warmup_linear` or `warmup_cosine`), its steps and
-  warm-up, clipping, seed and randomness, and what else its weights depend on: `config`
-  (its settings) and `data` (what it trains on). Making the record checks the steps and
-  the warm-up and derives its key in the model cache, `run.key`, here and nowhere else:
-  the run's name, the model (class, repr, plain attributes, the weights it starts from
-  and which of them train), the record's fields, config and a digest of data, the seed
+- A run is one record, `Run`: its model, its loss, its batches (`batches(generator)`, the
+  batches of a CPU generator seeded with the run's seed), its optimizer and learning-rate
+  schedule (seqlib.training's `adam` or `adamw`, `warmup_linear` or `warmup_cosine`), its
+  settings `fit` (steps, warm-up, clipping, seed and the rest, as the experiment checked
+  them), what it trains on (`data`) and the experiment's module. Making the record checks
+  the steps and the warm-up and derives its key in the model cache, `run.key`, here and
+  nowhere else: the run's name, the model (class, repr, plain attributes, the weights it
+  starts from and which of them train), the settings, a digest of the data, the seed
   (offset by SEQLIB_SEED), the device, dtype, CPU threads and kernel settings (sums round
   differently with each), torch's version, and the source of the modules of seqlib that
   the run uses (`_sources`: those of its model's classes, loss, data and schedule, of the
   training loop and of the experiment's module, followed through the names their code
   uses), so that editing a module retrains the runs that use it and no other.
-- An experiment's run is `run(name, model, data, config)`: `built(model, seed)` is the
-  model it trains, `model` itself or what a function builds after seed_everything(seed).
-- `fit(run)` trains it with seqlib.train. `trained(run)` does so once and keeps the result
-  in the model cache: an identical run, on this page or another, loads it instead.
+- An experiment's run is made by its module's `run(name, model, data, fit)`, from the
+  "fit" of one of the module's PROFILES (seqlib.pages.config): `built(model, seed)` is
+  the model it trains, `model` itself or what a function builds after
+  seed_everything(seed).
+- `fit(run)` trains it with seqlib.train, on random numbers of its own
+  (`own_randomness`): dropout draws what the run's seed gives, whatever was drawn before.
+  `trained(run)` does so once and keeps the result in the model cache: an identical run,
+  on this page or another, loads it instead.
 - `trained_together(runs)` trains the runs the cache lacks at the same time, one worker
   process each.
-- `language_model(name, model, train_ids, config)` is the run of a language model on one
-  long text, which several pages share.
 - The switch between the book profile and the full one (`SEQLIB_FULL=1`, for a GPU) is
   seqlib.pages.config.profile.
 """
@@ -47,11 +49,9 @@ from torch import nn
 from tqdm import tqdm
 
 from seqlib.checks import check_warmup, positive_int
-from seqlib.experiments import streams
 from seqlib.pages import kernels
-from seqlib.pages.config import check_config
 from seqlib.pages.seeds import book_seed, generator, seed_everything
-from seqlib.training import adamw, train, warmup_cosine
+from seqlib.training import train
 
 LIBRARY = pathlib.Path(__file__).resolve().parents[1]  # the package: seqlib/
 PROGRESS_VARIABLE = "SEQLIB_PROGRESS"  # "0": no progress bars while runs train
@@ -64,49 +64,59 @@ class Run:
     """One training run, never changed once made (its key would no longer be its own).
     `batches` is called with the run's generator, `torch.Generator().manual_seed(seed)`,
     and returns the batches: an iterable, or a function step -> batch. `loss(model, batch)`
-    is a scalar; `optimizer(model)` is as seqlib.train takes it; `schedule(step, steps,
-    warmup)`, the fraction of the optimizer's rate at a step, `warmup` steps of warm-up (0
-    without one). Dropout draws from torch's global generator: with `own_randomness` from
-    one seeded with `seed` (and left as it was after the run), else from `rng_state`, the
-    state it had when the model was built, if given (so that a run trains alike here and in
-    a worker process). `on_step(step, history)` runs after every step and may return True
-    to stop; `finish(history)` after the last one returns the history to keep (for example
-    after restoring the best weights). `config`, the settings the run was made from, and
-    `data`, what it trains on (tensors, lists, strings: digested), go into the key;
-    `module`, the experiment's module (its __name__), when its code shapes the run (data,
-    loss); `desc`, the label of the progress bar (by default the name)."""
+    is a scalar; `optimizer(model)` is as seqlib.train takes it; `fit`, the run's settings
+    as its experiment checked them: "steps", and where they apply "warmup" (steps of
+    warm-up, 0 without), "clip" (the bound of the gradient's norm, none without) and
+    "seed" (0 without), then the others (rate, batch size, ...); `schedule(step, steps,
+    warmup)`, the fraction of the optimizer's rate at a step (None: a constant rate).
+    `data`, what it trains on (tensors, lists, strings: digested), and `fit` go into the
+    key; `module`, the experiment's module (its __name__), whose code shapes the run.
+    `on_step(step, history)` runs after every step and may return True to stop;
+    `finish(history)` after the last one returns the history to keep (for example after
+    restoring the best weights)."""
 
     name: str
     model: nn.Module
     loss: Callable
     batches: Callable[[torch.Generator], Iterable | Callable]
     optimizer: Callable[[nn.Module], torch.optim.Optimizer]
-    steps: int
-    warmup: int = 0
+    fit: dict
     schedule: Callable[..., float] | None = None
-    clip: float | None = None
-    seed: int = 0
-    own_randomness: bool = False
-    rng_state: torch.Tensor | None = None
-    on_step: Callable | None = None
-    finish: Callable[[dict], dict] | None = None
-    config: dict = field(default_factory=dict)
     data: tuple = ()
     module: str | None = None
-    desc: str | None = None
+    on_step: Callable | None = None
+    finish: Callable[[dict], dict] | None = None
     key: str = field(init=False)  # the hash of everything the trained weights depend on
 
     def __post_init__(self):
         if not isinstance(self.model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(self.model).__name__}")
+        if not isinstance(self.fit, dict) or not isinstance(self.data, tuple):
+            raise TypeError(f"fit must be a dict and data a tuple, got "
+                            f"{type(self.fit).__name__} and {type(self.data).__name__}")
+        if "steps" not in self.fit:
+            raise ValueError(f"fit must hold the steps, got {self.fit!r}")
         check_warmup(self.warmup, positive_int("steps", self.steps))
         if self.warmup and self.schedule is None:
             raise ValueError(f"warmup={self.warmup} needs a schedule (warmup_linear or "
                              "warmup_cosine), got schedule=None")
-        if not isinstance(self.config, dict) or not isinstance(self.data, tuple):
-            raise TypeError(f"config must be a dict and data a tuple, got "
-                            f"{type(self.config).__name__} and {type(self.data).__name__}")
         object.__setattr__(self, "key", _key(self))
+
+    @property
+    def steps(self) -> int:
+        return self.fit["steps"]
+
+    @property
+    def warmup(self) -> int:
+        return self.fit.get("warmup", 0)
+
+    @property
+    def clip(self) -> float | None:
+        return self.fit.get("clip")
+
+    @property
+    def seed(self) -> int:
+        return self.fit.get("seed", 0)
 
     def rate(self, step: int) -> float:
         """The fraction of the optimizer's rate at `step`: schedule(step, steps, warmup)."""
@@ -126,22 +136,18 @@ def built(model, seed: int) -> nn.Module:
 
 
 def fit(run: Run, progress: bool = False, report: pathlib.Path | None = None) -> dict:
-    """Train run.model with seqlib.train as the record says; returns the history. With
+    """Train run.model with seqlib.train as the record says, on random numbers of its own
+    (`own_randomness`: dropout's masks come from the run's seed); returns the history. With
     `progress`, a progress bar that is gone when training ends; with `report`, a file in
     which the number of steps done is kept (for `trained_together`'s bar)."""
     batches = run.batches(generator(run.seed))
     device = next(run.model.parameters()).device
-    if run.rng_state is not None and not run.own_randomness:
-        torch.set_rng_state(run.rng_state)
-    randomness = own_randomness(run.seed, device) if run.own_randomness \
-        else contextlib.nullcontext()
     on_step = run.on_step if report is None else _reporting(report, run.on_step)
-    with randomness:
+    with own_randomness(run.seed, device):
         history = train(run.model, run.loss, batches, steps=run.steps,
                         optimizer=run.optimizer(run.model), clip=run.clip,
                         schedule=None if run.schedule is None else run.rate,
-                        on_step=on_step, progress=progress, desc=run.desc or run.name,
-                        leave=False)
+                        on_step=on_step, progress=progress, desc=run.name, leave=False)
     return history if run.finish is None else run.finish(history)
 
 
@@ -253,38 +259,6 @@ class _Progress:
         self.bar.close()
 
 
-# ---- the run of a language model ------------------------------------------------------------
-
-LANGUAGE_MODEL_KEYS = ("batch_size", "context", "steps", "lr", "warmup")  # what it reads
-
-
-def language_model(name: str, model: nn.Module, train_ids: torch.Tensor, config: dict, *,
-                   module: str | None = None, on_step: Callable | None = None,
-                   finish: Callable | None = None) -> Run:
-    """The run of a language model (seqlib.lm.RecurrentLM, TransformerLM, ...) on a 1-D id
-    stream: config["steps"] chunks of config["batch_size"] x config["context"] read on
-    contiguously (streams.contiguous_batches) with the state carried
-    (streams.CarriedStateLoss),
-    `adamw` at peak rate config["lr"] (with config's "beta2" and "weight_decay" if given),
-    a warm-up of config["warmup"] steps then a cosine decay to a tenth (`warmup_cosine`),
-    gradients clipped at norm 1, and dropout on random numbers of its own, seeded with
-    config.get("seed", 0). Pages that train the same model alike share the run."""
-    config = check_config(config, LANGUAGE_MODEL_KEYS)
-    streams.check_stream(train_ids, config["batch_size"], config["context"], name="train_ids")
-    ids = train_ids.to(next(model.parameters()).device)
-    return Run(name, model, streams.CarriedStateLoss(),
-               partial(_stream, ids, config["batch_size"], config["context"]),
-               partial(adamw, lr=config["lr"], weight_decay=config.get("weight_decay", 0.01),
-                       beta2=config.get("beta2", 0.999)),
-               config["steps"], warmup=config["warmup"], schedule=warmup_cosine, clip=1.0,
-               seed=config.get("seed", 0), own_randomness=True, on_step=on_step,
-               finish=finish, config=config, data=(train_ids,), module=module)
-
-
-def _stream(ids: torch.Tensor, batch_size: int, context: int, generator) -> Iterable:
-    return streams.contiguous_batches(ids, batch_size, context)  # no random draws
-
-
 # ---- the cache ------------------------------------------------------------------------------
 
 def cache_dir() -> pathlib.Path:
@@ -385,15 +359,14 @@ def _key(run: Run) -> str:
     parameter = next(model.parameters())
     attributes = {k: v for k, v in sorted(vars(model).items())  # e.g. reverse_source
                   if isinstance(v, (bool, int, float, str)) and k != "training"}
-    settings = [run.steps, run.warmup, run.clip, book_seed(run.seed), run.own_randomness,
-                parameter.device.type, parameter.dtype, torch.get_num_threads(),
-                torch.__version__, kernels.settings(), torch.backends.cpu.get_cpu_capability()]
+    settings = [book_seed(run.seed), parameter.device.type, parameter.dtype,
+                torch.get_num_threads(), torch.__version__, kernels.settings(),
+                torch.backends.cpu.get_cpu_capability()]
     frozen = [name for name, p in model.named_parameters() if not p.requires_grad]
-    start = digest(*model.state_dict().values(),  # the weights it starts from
-                   *([] if run.rng_state is None else [run.rng_state]))
+    start = digest(*model.state_dict().values())  # the weights it starts from
     h = hashlib.sha256()
     for part in [run.name, type(model).__qualname__, repr(model), attributes, frozen,
-                 *settings, sorted(run.config.items()), digest(*run.data), start,
+                 *settings, sorted(run.fit.items()), digest(*run.data), start,
                  *_sources(run)]:
         h.update((part if isinstance(part, bytes) else repr(part).encode()) + b"\0")
     return h.hexdigest()

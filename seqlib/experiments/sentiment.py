@@ -7,11 +7,14 @@ seqlib.experiments.classify.
   (`stratified_split`); the data set has no official split;
 - `prepare`: word tokens and a vocabulary of the training sentences only (words seen fewer
   than min_freq times there become <unk>), ids of every sentence;
+- `PROFILES` (seqlib.pages.config): a setup per classifier of classify.KINDS ("model":
+  the arguments of classify.build) and "word2vec";
 - a classifier (classify.build, started from word2vec vectors or not) trains through
   classify.run (AdamW on batches of sentences of similar lengths, the validation accuracy
   measured a few times, and the best of those checkpoints kept; the test set is never
   looked at), and runs.trained;
-- `word2vec`: Section 7.1's skip-gram vectors, trained on the training sentences only;
+- `word2vec`: Section 7.1's skip-gram vectors (seqlib.experiments.word2vec.run), trained on
+  the training sentences only;
 - `log_odds` of a trained classifier, and `stack`, a logistic regression on the log-odds of
   several classifiers fitted on the validation split (with NBSVM of seqlib.experiments.ngrams);
 - `cross_validate`: the whole protocol once per fold.
@@ -26,23 +29,42 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlib.checks import check_ids, positive_int
-from seqlib.embeddings import SkipGram, skipgram_pairs
+from seqlib.embeddings import SkipGram
 from seqlib.experiments import classify, runs
+from seqlib.experiments import word2vec as skipgram
 from seqlib.experiments.classify import build, predict
 from seqlib.experiments.ngrams import NBSVM
-from seqlib.experiments.word2vec import noise_distribution, sample_negatives, subsample
-from seqlib.pages.seeds import generator, seed_everything
+from seqlib.pages.seeds import generator
 from seqlib.text import word_tokenize, word_vocab
-from seqlib.training import adam
 
-# Model sizes (p the embedding size, hidden the m~ of each direction, chosen so that the
-# encoders have 48,000-51,000 parameters each besides their embedding table), the budget
-# (the same steps and batch size for every model) and regularisation. SEQLIB_FULL=1: longer
-# training, and 10-fold cross-validation in the chapter.
-BOOK_PROFILE = dict(min_freq=2, p=128, hidden={"lstm": 64, "bilstm": 38, "bigru": 46},
-                    heads=2, m=16, n1=128, dropout=0.5, steps=680, batch_size=50, lr=5e-3,
-                    weight_decay=0.01, evals=8, w2v_steps=600)
-FULL_PROFILE = {**BOOK_PROFILE, "steps": 1020, "evals": 12, "w2v_steps": 1200}
+# The setups (seqlib.pages.config), one per classifier of classify.KINDS: the vocabulary's
+# words seen at least min_freq times ("data"), the model's sizes ("model", the arguments of
+# classify.build: p the embedding size, hidden_size the m~ of each direction, chosen so that
+# the encoders have 48,000-51,000 parameters each besides their embedding table; dropout),
+# the same budget for every model ("fit": steps, batch size, regularisation); and
+# "word2vec", the skip-gram vectors some start from (seqlib.experiments.word2vec.run).
+# SEQLIB_FULL=1: longer training, and 10-fold cross-validation in the chapter.
+DATA = dict(min_freq=2)
+MODELS = {"bag": dict(p=128, dropout=0.5),
+          "lstm": dict(p=128, hidden_size=64, dropout=0.5),
+          "bilstm": dict(p=128, hidden_size=38, dropout=0.5),
+          "bigru": dict(p=128, hidden_size=46, dropout=0.5),
+          "transformer": dict(p=128, heads=2, m=16, n1=128, dropout=0.5)}
+
+
+def _setups(steps: int, evals: int, w2v_steps: int) -> dict:
+    """The setups of one profile: every classifier on the same budget, and word2vec."""
+    fit = dict(steps=steps, batch_size=50, lr=5e-3, weight_decay=0.01, evals=evals)
+    setups = {kind: {"data": dict(DATA), "model": dict(model), "fit": dict(fit)}
+              for kind, model in MODELS.items()}
+    setups["word2vec"] = {"data": dict(DATA), "model": dict(dim=128),
+                          "fit": dict(steps=w2v_steps, batch_size=4096, lr=0.02, window=3,
+                                      K=5, threshold=1e-3)}
+    return setups
+
+
+PROFILES = {"book": _setups(steps=680, evals=8, w2v_steps=600),
+            "full": _setups(steps=1020, evals=12, w2v_steps=1200)}
 
 
 def stratified_folds(labels, k: int, seed: int = 0) -> list[torch.Tensor]:
@@ -128,47 +150,14 @@ def score_accuracy(scores: torch.Tensor, labels: torch.Tensor) -> float:
     return ((scores > 0).long() == labels).double().mean().item()
 
 
-def word2vec(ids: list, vocab_size: int, dim: int, *, window: int = 3, K: int = 5,
-             steps: int = 600, batch_size: int = 4096, lr: float = 0.02, threshold: float = 1e-3,
-             seed: int = 0) -> torch.Tensor:
-    """Skip-gram word vectors (V, dim) of the sentences `ids` (lists of ids), trained as in
-    Section 7.1 (seqlib.embeddings: subsampling, pairs within `window`, K noise words from
-    the unigram^(3/4) distribution, Adam) through runs.trained. Pairs never cross a
-    sentence boundary or involve <empty> (0) or <unk> (1); rows of words never seen keep
-    their small uniform start."""
-    options = dict(window=window, K=K, batch_size=batch_size, lr=lr, threshold=threshold)
-    seed_everything(seed)  # the start of the tables
-    model = SkipGram(vocab_size, dim)
-    model, _ = runs.trained(runs.Run(
-        "sentiment-word2vec", model, _skipgram_loss,
-        partial(_skipgram_batches, ids, vocab_size, window, K, batch_size, threshold),
-        partial(adam, lr=lr), steps, seed=seed, config=options, data=(ids,),
-        module=__name__, desc="skip-gram"))
+def word2vec(ids: list, vocab_size: int, setup: dict, seed: int = 0) -> torch.Tensor:
+    """Skip-gram word vectors (vocab_size, dim) of the sentences `ids` (lists of ids), of
+    the setup "word2vec" (`setup`: the SkipGram's dim and the fit of
+    seqlib.experiments.word2vec.run, seeded with `seed`) through runs.trained."""
+    model, _ = runs.trained(skipgram.run(
+        "sentiment-word2vec", lambda: SkipGram(vocab_size, **setup["model"]), ids,
+        setup["fit"] | {"seed": seed}))
     return model.vectors.clone()
-
-
-def _skipgram_loss(model: SkipGram, batch: tuple) -> torch.Tensor:
-    return model(*batch)
-
-
-def _skipgram_batches(ids: list, vocab_size: int, window: int, K: int, batch_size: int,
-                      threshold: float, generator: torch.Generator):
-    """step -> a batch of (centres, contexts, noise words) of word2vec, all drawn from
-    `generator` (after the subsampling, which draws from it first)."""
-    stream = torch.tensor([i for s in ids for i in [*s, *[0] * window]])  # pads between
-    stream = stream[stream != 1]  # no <unk>
-    counts = torch.bincount(stream[stream > 1], minlength=vocab_size)  # (V,), no pads
-    kept = subsample(stream, counts, threshold, generator=generator)  # keeps every pad
-    centres, contexts = skipgram_pairs(kept, window)
-    real = (centres > 1) & (contexts > 1)  # no pair with a pad: none crosses a boundary
-    centres, contexts, noise = centres[real], contexts[real], noise_distribution(counts)
-
-    def batch(step):
-        b = torch.randint(0, len(centres), (batch_size,), generator=generator)
-        return centres[b], contexts[b], sample_negatives(noise, (batch_size, K),
-                                                         generator=generator)
-
-    return batch
 
 
 def both_scores(model: nn.Module, nbsvm: NBSVM, ids: list, sentences: list) -> torch.Tensor:
@@ -177,29 +166,31 @@ def both_scores(model: nn.Module, nbsvm: NBSVM, ids: list, sentences: list) -> t
     return torch.stack([log_odds(model, ids), nbsvm.decision(sentences)], 1)
 
 
-def cross_validate(pairs: list, config: dict, *, kind: str = "lstm", k: int = 10,
+def cross_validate(pairs: list, setups: dict, *, kind: str = "lstm", k: int = 10,
                    seed: int = 0) -> list[dict]:
     """The protocol of the chapter once per fold of `stratified_folds(labels, k, seed)`: fold
     i is the test set, fold i + 1 (mod k) the validation set, the other k - 2 folds the
-    training set (vocabulary, word2vec vectors and the classifier `kind` started from them;
-    NBSVM of seqlib.experiments.ngrams on the same sentences; their `stack` fitted on the validation
+    training set (vocabulary, word2vec vectors and the classifier `kind` started from them,
+    of the setups `setups` (seqlib.pages.config.profile(PROFILES)); NBSVM of
+    seqlib.experiments.ngrams on the same sentences; their `stack` fitted on the validation
     set). Returns one dict per fold: test accuracy of the classifier ("test"), of NBSVM
     ("nbsvm") and of the stack ("stacked"), the classifier's best validation accuracy
     ("val"), the stack's weights of the two log-odds ("weights") and the seconds taken."""
     folds = stratified_folds([y for _, y in pairs], k, seed)
     tokens = [word_tokenize(s) for s, _ in pairs]
+    config = setups[kind]
     results = []
     for i in range(k):
         start = time.perf_counter()
         test, val = folds[i], folds[(i + 1) % k]
         train_index = torch.cat([f for j, f in enumerate(folds) if j not in (i, (i + 1) % k)])
-        vocab, ids, labels = prepare(pairs, train_index, config["min_freq"])
+        vocab, ids, labels = prepare(pairs, train_index, **config["data"])
         train_set = subset(ids, labels, train_index)
-        vectors = word2vec(train_set[0], len(vocab), config["p"], steps=config["w2v_steps"],
-                           seed=seed)
+        vectors = word2vec(train_set[0], len(vocab), setups["word2vec"], seed=seed)
         model, history = runs.trained(classify.run(
-            f"sentiment-{kind}-word2vec", partial(build, kind, len(vocab), config, vectors),
-            (train_set, subset(ids, labels, val)), config | {"seed": seed}))
+            f"sentiment-{kind}-word2vec",
+            partial(build, kind, len(vocab), config["model"], vectors),
+            (train_set, subset(ids, labels, val)), config["fit"] | {"seed": seed}))
         nbsvm = NBSVM().fit([tokens[j] for j in train_index.tolist()], labels[train_index])
         val_scores, test_scores = (
             both_scores(model, nbsvm, subset(ids, labels, index)[0],

@@ -7,15 +7,22 @@ chunk) but detached (so the backward pass stops at the chunk boundary), and the 
 cross-entropy averaged over all predicted characters, in nats per character. Any model
 that reads a stream, forward(ids (B, T), state) -> (logits (B, T, V), state), trains and
 evaluates this way: seqlib.lm.RecurrentLM, seqlib.lm.TransformerLM (which carries no
-state) and the window model of seqlib.experiments.window.
+state) and the window model of seqlib.experiments.window. `run(name, model, data, fit)` is
+the training run of such a model, which several pages share.
 """
+
+from collections.abc import Callable, Iterable
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from seqlib.checks import check_ids, positive_int
+from seqlib.experiments import runs
 from seqlib.lm import select_state
+from seqlib.pages.config import check_config
+from seqlib.training import adamw, warmup_cosine
 
 
 def detach_state(state):
@@ -99,6 +106,37 @@ class CarriedStateLoss:
         logits, state = model(x, self.state)  # (B, T, V)
         self.state = detach_state(state)
         return F.cross_entropy(logits.flatten(0, 1), y.flatten())
+
+
+# The settings of `run` (its fit): those it needs, and the defaults of the others.
+FIT_KEYS = ("steps", "batch_size", "context", "lr", "warmup")
+FIT_DEFAULTS = dict(beta2=0.999, weight_decay=0.01, clip=1.0, seed=0)
+
+
+def run(name: str, model: nn.Module, data: torch.Tensor, fit: dict, *,
+        module: str | None = None, on_step: Callable | None = None,
+        finish: Callable | None = None) -> runs.Run:
+    """The run of a language model (seqlib.lm.RecurrentLM, TransformerLM, ...) on the 1-D
+    id stream `data`: fit["steps"] chunks of fit["batch_size"] x fit["context"] read on
+    contiguously (`contiguous_batches`) with the state carried (`CarriedStateLoss`),
+    `adamw` at peak rate fit["lr"] with fit["beta2"] and fit["weight_decay"], a warm-up of
+    fit["warmup"] steps then a cosine decay to a tenth (`warmup_cosine`), gradients
+    clipped at norm fit["clip"] (FIT_DEFAULTS for the settings fit leaves out). Pages that
+    train the same model alike share the run; `module`, `on_step` and `finish` are those
+    of runs.Run."""
+    fit = check_config(fit, FIT_KEYS, FIT_DEFAULTS)
+    check_stream(data, fit["batch_size"], fit["context"], name="data")
+    ids = data.to(next(model.parameters()).device)
+    return runs.Run(name, model, CarriedStateLoss(),
+                    partial(_stream, ids, fit["batch_size"], fit["context"]),
+                    partial(adamw, lr=fit["lr"], weight_decay=fit["weight_decay"],
+                            beta2=fit["beta2"]),
+                    fit, warmup_cosine, data=(data,), module=module, on_step=on_step,
+                    finish=finish)
+
+
+def _stream(ids: torch.Tensor, batch_size: int, context: int, generator) -> Iterable:
+    return contiguous_batches(ids, batch_size, context)  # no random draws
 
 
 @torch.no_grad()

@@ -1,6 +1,10 @@
 """What makes a deep transformer trainable (beyond Section 7.5): the gradient norm of each
-block, and the run of a language model (runs.language_model) that also records them and
-the validation loss as it goes (`recorded_run`; runs.trained_together trains several).
+block, and the run of a language model (streams.run) that also records them and the
+validation loss as it goes (`run`; runs.trained_together trains several), with the setups of
+page 21 in `PROFILES` (seqlib.pages.config): "variants", the six-block models compared
+(the arguments of seqlib.lm.TransformerLM after the vocabulary size; each variant sets how
+its blocks are normalised and joined, and its warm-up), and "dropout", the two-block models
+trained with and without dropout on the first characters of the text ("data").
 
 A block's gradient norm is the 2-norm of the gradients of all its parameters together,
 ||dL/dtheta_l||, for the blocks l = 1, ..., L of a seqlib.lm.TransformerLM, first
@@ -14,7 +18,22 @@ import torch
 from torch import nn
 
 from seqlib.experiments import runs, streams
+from seqlib.pages.config import check_config
 from seqlib.transformer import TransformerBlock
+
+MODEL = dict(p=64, heads=4, n1=256, max_len=64, positional="sinusoidal")
+FIT = dict(context=64, warmup=50, beta2=0.99, weight_decay=0.1, record_every=50)
+PROFILES = {
+    "book": {"variants": {"model": MODEL | dict(num_layers=6),
+                          "fit": FIT | dict(batch_size=8, steps=200, lr=1e-2)},
+             "dropout": {"data": dict(train_chars=10_000),
+                         "model": MODEL | dict(num_layers=2),
+                         "fit": FIT | dict(batch_size=12, steps=600, lr=3e-3)}},
+    "full": {"variants": {"model": MODEL | dict(num_layers=6),
+                          "fit": FIT | dict(batch_size=8, steps=1000, lr=1e-2)},
+             "dropout": {"data": dict(train_chars=None),  # the whole text
+                         "model": MODEL | dict(num_layers=2),
+                         "fit": FIT | dict(batch_size=12, steps=5000, lr=3e-3)}}}
 
 
 class NoResidualBlock(TransformerBlock):
@@ -78,12 +97,19 @@ class Recorder:
         return history | self.recorded
 
 
-def recorded_run(name: str, model: nn.Module, train_ids: torch.Tensor,
-                 val_ids: torch.Tensor, config: dict) -> runs.Run:
-    """runs.language_model (AdamW, warm-up and cosine decay, clipping at norm 1, its own
-    random numbers) that also records what `Recorder` says, config["record_every"] setting
-    how often the validation loss is measured."""
-    recorder = Recorder(model, val_ids, config)
-    run = runs.language_model(name, model, train_ids, config, module=__name__,
-                              on_step=recorder, finish=recorder.finish)
-    return replace(run, data=(*run.data, val_ids))  # what it records depends on them too
+# The settings of `run` (its fit): streams.run's, and how often the validation loss is measured.
+FIT_KEYS = (*streams.FIT_KEYS, "record_every")
+FIT_DEFAULTS = streams.FIT_DEFAULTS
+
+
+def run(name: str, model: nn.Module, data: tuple, fit: dict) -> runs.Run:
+    """streams.run (AdamW, warm-up and cosine decay, clipping) of `model` on data =
+    (train_ids, val_ids) that also records what `Recorder` says on val_ids, fit["record_every"]
+    setting how often the validation loss is measured."""
+    train_ids, val_ids = data
+    fit = check_config(fit, FIT_KEYS, FIT_DEFAULTS)
+    recorder = Recorder(model, val_ids, fit)
+    run = streams.run(name, model, train_ids,
+                      {k: v for k, v in fit.items() if k != "record_every"},
+                      module=__name__, on_step=recorder, finish=recorder.finish)
+    return replace(run, fit=fit, data=(*run.data, val_ids))  # what it records depends on them

@@ -1,7 +1,9 @@
 """Translation on Multi30k (pages 07, 08, 11, 16-18): data, batches, runs and decoding.
 
-- `BOOK_PROFILE`, `FULL_PROFILE` (seqlib.pages.config.profile chooses), and the full
-  configurations of the transformer and of the encoder-decoder with attention, for a GPU.
+- `PROFILES` (seqlib.pages.config.profile chooses): the setups of the pages' runs, the
+  encoder-decoders of Fig. 7.9 ("seq2seq"), with attention ("attention"), the scores
+  compared on page 18 ("scores"), the fine-tuning of page 07 ("tuning") and the
+  transformer of Fig. 7.16 ("transformer"); the full profile's are for a GPU.
 - `prepare` / `multi30k_data`: word tokenisation (seqlib.text.word_tokenize, lower-case),
   optionally split further into subwords by byte-pair encoding (seqlib.experiments.bpe,
   learned on the training split), vocabularies built on the training split only, ids;
@@ -10,7 +12,7 @@
   (seqlib.experiments.sentences.batch_indices), padded with <empty> and with masks (True
   at real tokens); `draws`, the same batches taken from tensors padded once on the
   device, which the runs train on.
-- `run(name, model, data, config)`: the training run of a model
+- `run(name, model, data, fit)`: the training run of a model
   (seqlib.experiments.runs.Run), the masked cross-entropy with Adam; runs.trained trains
   it once and caches it.
 - `translate`: greedy, beam or sampled translations as lower-case tokenised text; `bleu`
@@ -33,27 +35,45 @@ from seqlib.seq2seq import teacher_forced_loss
 from seqlib.text import UNK, Vocab, pad_batch, word_tokenize, word_vocab
 from seqlib.training import adam, warmup_linear
 
-# The configurations, shared by the pages so that their models (and cache keys) agree: the
-# book profile runs on a laptop CPU, SEQLIB_FULL=1 selects a GPU one (seqlib.pages.config.profile).
-BOOK_PROFILE = dict(min_freq=8, embed=128, hidden=256, batch_size=32, steps=400, lr=3e-3)
-FULL_PROFILE = dict(min_freq=2, embed=256, hidden=512, batch_size=128, steps=20_000, lr=1e-3)
-# The transformer of Fig. 7.16 in its full configuration, for a GPU: "arch" are the arguments
-# of seqlib.transformer.Transformer, "fit" those of `run`, on the data of
-# multi30k_data(min_freq=FULL_PROFILE["min_freq"]). Under 10M parameters for German to
-# English; `python -m seqlib.experiments.distributed translation-de-en` trains it on one or
-# more GPUs.
-TRANSFORMER_FULL_PROFILE = {
-    "arch": dict(p=256, heads=8, n1=512, num_layers=3, dropout=0.1),
-    "fit": dict(steps=8000, batch_size=128, lr=1e-3, clip=1.0, seed=0, warmup=800,
-                decay=True)}
-# The encoder-decoder with attention of chapter 08 in its full configuration, for a GPU:
-# "arch" are the arguments of seqlib.seq2seq.AttentionSeq2Seq after the vocabulary sizes,
-# "fit" those of `run` (a constant rate: no warm-up, no decay).
-ATTENTION_FULL_PROFILE = {
-    "arch": dict(embed=256, hidden=512, unit="gru", encoder_size=512, score="additive",
-                 attention_size=512),
-    "fit": dict(steps=20_000, batch_size=128, lr=1e-3, clip=1.0, seed=0, warmup=0,
-                decay=False)}
+
+# The setups, shared by the pages so that their models (and cache keys) agree: "data" are
+# the arguments of multi30k_data, "model" those of the model's constructor after the two
+# vocabulary sizes (seqlib.seq2seq.Seq2Seq, AttentionSeq2Seq, seqlib.transformer.Transformer),
+# "fit" those of `run`. The recurrent models share the data, the sizes and the fit (page
+# 18's scores train 300 steps in the book profile; page 07's fine-tuning 50 steps more, with
+# another seed). The book profile runs on a laptop CPU, SEQLIB_FULL=1 selects the GPU one
+# (seqlib.pages.config.profile). The full profile's transformer (under 10M parameters from
+# German to English) and encoder-decoder with attention are also the runs of `python -m
+# seqlib.experiments.distributed translation-de-en` and `attention-de-en`, on one or more
+# GPUs.
+def _setups(min_freq: int, sizes: dict, attention: dict, fit: dict, score_steps: int,
+            transformer: dict) -> dict:
+    """The setups of one profile: the recurrent models' vocabulary threshold, `sizes`
+    (those of attention's model besides), `fit` and the steps of page 18's `score_steps`;
+    the transformer's {"model", "fit"}."""
+    data = dict(min_freq=min_freq)
+    return {"seq2seq": {"data": dict(data), "model": dict(sizes), "fit": dict(fit)},
+            "attention": {"data": dict(data), "model": sizes | attention, "fit": dict(fit)},
+            "scores": {"data": dict(data), "model": dict(sizes),
+                       "fit": fit | dict(steps=score_steps)},
+            "tuning": {"fit": fit | dict(steps=50, seed=1)},
+            "transformer": {"data": dict(data), **transformer}}
+
+
+PROFILES = {
+    "book": _setups(
+        min_freq=8, sizes=dict(embed_size=128, hidden_size=256),
+        attention=dict(unit="gru", encoder_size=128, score="additive", attention_size=64),
+        fit=dict(steps=400, batch_size=32, lr=3e-3), score_steps=300,
+        transformer={"model": dict(p=256, heads=8, n1=512, num_layers=2, dropout=0.0),
+                     "fit": dict(steps=400, batch_size=32, lr=2e-3, warmup=100, decay=True)}),
+    "full": _setups(
+        min_freq=2, sizes=dict(embed_size=256, hidden_size=512),
+        attention=dict(unit="gru", encoder_size=512, score="additive", attention_size=512),
+        fit=dict(steps=20_000, batch_size=128, lr=1e-3), score_steps=20_000,
+        transformer={"model": dict(p=256, heads=8, n1=512, num_layers=3, dropout=0.1),
+                     "fit": dict(steps=8000, batch_size=128, lr=1e-3, warmup=800,
+                                 decay=True)})}
 
 
 @dataclass
@@ -174,33 +194,30 @@ def draws(examples: list, batch_size: int, device, generator: torch.Generator):
                "tgt_in": batch[:, :-1], "tgt_out": batch[:, 1:]}
 
 
-# The settings of `run` (its config): those it needs, and the defaults of the others.
+# The settings of `run` (its fit): those it needs, and the defaults of the others.
 FIT_KEYS = ("steps", "batch_size", "lr")
 FIT_DEFAULTS = dict(clip=1.0, seed=0, warmup=0, decay=False, label_smoothing=0.0)
 
 
-def run(name: str, model, data: TranslationData, config: dict) -> runs.Run:
+def run(name: str, model, data: TranslationData, fit: dict) -> runs.Run:
     """The run (seqlib.experiments.runs) that trains `model` (a model, or a function that
-    builds one after seed_everything(config["seed"])) on data.ids["train"]:
-    config["steps"] batches of config["batch_size"] pairs drawn by `draws` from the run's
-    generator, Adam at rate config["lr"], all along or with config["warmup"] steps and
-    config["decay"] (warmup_linear: transformers learn worse at full rate from their first
-    step), the loss of teacher forcing (the masked cross-entropy, with
-    config["label_smoothing"] epsilon), gradients clipped at config["clip"] (FIT_DEFAULTS
-    for the settings config leaves out)."""
-    config = check_config(config, FIT_KEYS, FIT_DEFAULTS, strict=True)
-    model = runs.built(model, config["seed"])
-    smoothing = config["label_smoothing"]
+    builds one after seed_everything(fit["seed"])) on data.ids["train"]: fit["steps"]
+    batches of fit["batch_size"] pairs drawn by `draws` from the run's generator, Adam at
+    rate fit["lr"], all along or with fit["warmup"] steps and fit["decay"] (warmup_linear:
+    transformers learn worse at full rate from their first step), the loss of teacher
+    forcing (the masked cross-entropy, with fit["label_smoothing"] epsilon), gradients
+    clipped at fit["clip"] (FIT_DEFAULTS for the settings fit leaves out)."""
+    fit = check_config(fit, FIT_KEYS, FIT_DEFAULTS)
+    model = runs.built(model, fit["seed"])
+    smoothing = fit["label_smoothing"]
     loss = teacher_forced_loss if smoothing == 0.0 else partial(
         teacher_forced_loss, label_smoothing=smoothing)
     return runs.Run(name, model, loss,
-                    partial(draws, data.ids["train"], config["batch_size"],
+                    partial(draws, data.ids["train"], fit["batch_size"],
                             next(model.parameters()).device),
-                    partial(adam, lr=config["lr"]), config["steps"], warmup=config["warmup"],
-                    schedule=partial(warmup_linear, decay=config["decay"]),
-                    clip=config["clip"], seed=config["seed"], rng_state=torch.get_rng_state(),
-                    config=config, data=(data.ids["train"],), module=__name__,
-                    desc=type(model).__name__)
+                    partial(adam, lr=fit["lr"]), fit,
+                    partial(warmup_linear, decay=fit["decay"]), data=(data.ids["train"],),
+                    module=__name__)
 
 
 def translate(model, data: TranslationData, sources: list, *, method: str = "greedy",

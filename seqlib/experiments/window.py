@@ -84,14 +84,14 @@ def window_parameter_count(vocab_size: int, window: int, embed_size: int,
     return V * E + k * E * m + m + m * V + V
 
 
-def matched_window_model(vocab_size: int, window: int, config: dict, seed: int = 0):
+def matched_window_model(vocab_size: int, window: int, model: dict, seed: int = 0):
     """The WindowLM of `window` whose hidden size brings it closest to the parameter count
-    of the LSTM language model of `config` (shakespeare.recurrent_model("lstm", ...)), built
-    after seqlib.seed_everything(seed)."""
-    lstm_hidden = matched_hidden_size("lstm", vocab_size, config)
-    target = parameter_count("lstm", vocab_size, lstm_hidden, config["embed_size"],
-                             config["num_layers"])
-    E = config["embed_size"]
+    of the LSTM language model of `model`, the "model" of shakespeare's setup "recurrent"
+    (shakespeare.recurrent_model("lstm", ...)), built after seqlib.seed_everything(seed)."""
+    lstm_hidden = matched_hidden_size("lstm", vocab_size, model)
+    target = parameter_count("lstm", vocab_size, lstm_hidden, model["embed_size"],
+                             model["num_layers"])
+    E = model["embed_size"]
     hidden = min(range(1, 8192), key=lambda m: abs(
         window_parameter_count(vocab_size, window, E, m) - target))
     seed_everything(seed)

@@ -27,7 +27,7 @@ def recipe(run: Run) -> str:
     language model); the loss; the optimizer and the clipping; the rate's schedule."""
     if not isinstance(run, Run):
         raise TypeError(f"run must be a seqlib.experiments.runs.Run, got {type(run).__name__}")
-    batch, context = run.config.get("batch_size"), run.config.get("context")
+    batch, context = run.fit.get("batch_size"), run.fit.get("context")
     steps = f"{run.steps:,} steps" + (f" of batch {batch:,}" if batch else "") \
         + (f" x {context:,}" if batch and context else "")
     if run.schedule is None:

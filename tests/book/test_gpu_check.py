@@ -45,7 +45,7 @@ def test_the_whole_check_rehearsed_on_the_cpu(tmp_path):
         assert run["probe_seconds_per_step"] > 0 and run["startup_seconds"] > 0
         assert run["parameters"] > 0 and run["train_seconds"] > 0
         assert gpu_check.verdict(run) in ("met", "not met")
-        assert run["config"]["steps"] == 20 and not run["tf32"]  # what ran: the results'
+        assert run["config"]["fit"]["steps"] == 20 and not run["tf32"]  # what ran: the results'
     assert [step for step, _ in report["runs"]["char-lm"]["val_curve"]] == [5, 10, 15, 20]
     page = (tmp_path / "gpu-check.md").read_text()
     assert f"| {chapter} | {code_cells} | 0 | passed |" in page

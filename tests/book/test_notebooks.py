@@ -171,7 +171,7 @@ def test_the_visible_code_of_the_pages_stays_short():
 
 # What trains the models is machinery (the page on running the book explains it): the
 # profiles, the training of several runs at once and the full profile's switch stay folded.
-MACHINERY = re.compile(r"\bruns\.profile\(|\btrained_together\(|\bFULL\b")
+MACHINERY = re.compile(r"\bprofile\(|\btrained_together\(|\bFULL\b")
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -21,13 +21,15 @@ from seqlib.pages.config import profile
 from seqlib.text import pad_batch
 
 V = 30
-CONFIG = dict(p=8, hidden={"lstm": 6, "bilstm": 4, "bigru": 5}, heads=2, m=4, n1=12,
-              dropout=0.5, block_dropout=0.1)
+MODELS = {"bag": dict(p=8, dropout=0.5), "lstm": dict(p=8, hidden_size=6, dropout=0.5),
+          "bilstm": dict(p=8, hidden_size=4, dropout=0.5),
+          "bigru": dict(p=8, hidden_size=5, dropout=0.5),
+          "transformer": dict(p=8, heads=2, m=4, n1=12, dropout=0.5, block_dropout=0.1)}
 
 
 def model_of(kind: str, seed: int = 0) -> Classifier:
     torch.manual_seed(seed)
-    return build(kind, V, CONFIG).eval()
+    return build(kind, V, MODELS[kind]).eval()
 
 
 sentences = st.lists(st.lists(st.integers(2, V - 1), min_size=1, max_size=9),
@@ -114,7 +116,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="unit must be one of"):
         RecurrentEncoder(V, 4, 3, unit="rnn")
     with pytest.raises(ValueError, match="kind must be one of"):
-        build("cnn", V, CONFIG)
+        build("cnn", V, MODELS["lstm"])
     with pytest.raises(TypeError, match="output_size"):
         Classifier(torch.nn.Linear(3, 3))
     with pytest.raises(ValueError, match="empty"):
@@ -201,16 +203,21 @@ def test_fit_keeps_the_best_checkpoint():
 def test_word2vec_vectors(tmp_path, monkeypatch):
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
     ids = [[4, 5, 6, 7], [4, 5, 8], [9, 1, 4]] * 20
-    vectors = sentiment.word2vec(ids, 10, 6, window=2, steps=5, batch_size=64)
+    setup = {"model": dict(dim=6), "fit": dict(window=2, steps=5, batch_size=64, lr=0.02)}
+    vectors = sentiment.word2vec(ids, 10, setup)
     assert vectors.shape == (10, 6)
-    again = sentiment.word2vec(ids, 10, 6, window=2, steps=5, batch_size=64)  # from the cache
+    again = sentiment.word2vec(ids, 10, setup)  # from the cache
     assert torch.equal(vectors, again) and len(list(tmp_path.glob("*.pt"))) == 1
 
 
 def test_profiles():
-    assert profile(sentiment.BOOK_PROFILE, sentiment.FULL_PROFILE) in (
-        sentiment.BOOK_PROFILE, sentiment.FULL_PROFILE)
-    assert set(classify.FIT_KEYS) <= set(sentiment.BOOK_PROFILE)
+    """A setup per classifier, each model built by classify.build, and word2vec."""
+    setups = profile(sentiment.PROFILES)
+    assert set(setups) == {*classify.KINDS, "word2vec"}
+    for kind in classify.KINDS:
+        model = build(kind, 20, setups[kind]["model"])
+        assert model.dropout.p == setups[kind]["model"]["dropout"] == 0.5
+    assert setups["word2vec"]["model"]["dim"] == setups["lstm"]["model"]["p"]
     assert classify.CLASSES == ("negative", "positive")
 
 
@@ -250,9 +257,11 @@ def test_cross_validate_runs_every_fold(tmp_path, monkeypatch):
         y = i % 2
         filler = [words[j] for j in torch.randint(0, 6, (4,), generator=g).tolist()]
         pairs.append((" ".join([*filler[:2], "great" if y else "awful", *filler[2:]]), y))
-    config = {**CONFIG, "min_freq": 1, "steps": 10, "batch_size": 16, "lr": 0.05,
-              "weight_decay": 0.0, "evals": 2, "w2v_steps": 3}
-    results = sentiment.cross_validate(pairs, config, kind="lstm", k=3)
+    setups = {"lstm": {"data": dict(min_freq=1), "model": MODELS["lstm"],
+                       "fit": dict(steps=10, batch_size=16, lr=0.05, weight_decay=0.0,
+                                   evals=2)},
+              "word2vec": {"model": dict(dim=8), "fit": dict(steps=3, batch_size=64, lr=0.02)}}
+    results = sentiment.cross_validate(pairs, setups, kind="lstm", k=3)
     assert len(results) == 3
     for r in results:
         assert set(r) == {"test", "nbsvm", "stacked", "val", "weights", "seconds"}

@@ -149,39 +149,35 @@ def test_one_process_trains_as_the_language_model_run(tmp_path):
     assert results["processes"] == 1 and results["val_loss"] > 0
     config = tiny_config("char-lm")
     run, (vocab, train_ids, val_ids) = distributed.char_lm(config)  # its run, untrained
-    profile = shakespeare.TRANSFORMER_FULL_PROFILE
-    model = runs.built(lambda: TransformerLM(
-        len(vocab), **{k: v for k, v in config.items() if k in profile["arch"]}), seed=0)
-    fit = {k: v for k, v in config.items() if k in profile["fit"]}
-    chapters = runs.language_model("shakespeare-transformer", model, train_ids,
-                                   fit | {"seed": 0})  # the run a chapter makes
+    model = runs.built(lambda: TransformerLM(len(vocab), **config["model"]), seed=0)
+    chapters = streams.run("shakespeare-transformer", model, train_ids,
+                           config["fit"])  # the run a chapter makes
     assert run.key == chapters.key  # the same record
     history = runs.fit(chapters)
     trained, _ = distributed.load(tmp_path, device="cpu")
     for name, value in model.state_dict().items():
         assert torch.equal(trained.model.state_dict()[name], value), name
     assert torch.load(tmp_path / "checkpoint.pt")["history"]["loss"] == history["loss"]
-    assert results["val_loss"] == streams.evaluate(model, val_ids, 32, config["context"])
+    assert results["val_loss"] == streams.evaluate(model, val_ids, 32,
+                                                   config["fit"]["context"])
 
 
 def translation_run(name, config, build):
     """The chapters' translation run (translation.run) of the entry point's configuration,
     and its data."""
-    limits = {"train": config["limit"], "val": config["eval_limit"],
-              "test_2016_flickr": config["eval_limit"]}
-    data = tr.prepare({split: multi30k(split, config["src"], config["tgt"])[:n]
-                       for split, n in limits.items()}, config["min_freq"])
-    fit = {k: config[k] for k in ("steps", "batch_size", "lr", "clip", "seed", "warmup",
-                                  "decay")}
-    return tr.run(name, lambda: build(data), data, fit), data
+    data = config["data"]
+    limits = {"train": data["limit"], "val": data["eval_limit"],
+              "test_2016_flickr": data["eval_limit"]}
+    prepared = tr.prepare({split: multi30k(split, data["src"], data["tgt"])[:n]
+                           for split, n in limits.items()}, data["min_freq"])
+    return tr.run(name, lambda: build(prepared), prepared, config["fit"]), prepared
 
 
 def test_one_process_trains_as_the_translation_run(tmp_path):
     distributed.main(arguments("translation-de-en", tmp_path, dtype="float32"))
     config = tiny_config("translation-de-en")
     run, data = translation_run("de-en-transformer", config, lambda data: Transformer(
-        len(data.src_vocab), len(data.tgt_vocab),
-        **{k: config[k] for k in ("p", "heads", "n1", "num_layers", "dropout")}))
+        len(data.src_vocab), len(data.tgt_vocab), **config["model"]))
     assert distributed.translation(config)[0].key == run.key  # the record a chapter makes
     runs.fit(run)
     for name, value in run.model.state_dict().items():
@@ -189,15 +185,14 @@ def test_one_process_trains_as_the_translation_run(tmp_path):
 
 
 def test_the_attention_model_trains_as_its_translation_run(tmp_path):
-    tiny = ["embed=8", "hidden=12", "encoder_size=6", "attention_size=10", "limit=300",
-            "eval_limit=30", "batch_size=10", "steps=6"]
+    tiny = ["embed_size=8", "hidden_size=12", "encoder_size=6", "attention_size=10",
+            "limit=300", "eval_limit=30", "batch_size=10", "steps=6"]
     results = distributed.main(["attention-de-en", *(a for t in tiny for a in ("--set", t)),
                                 "--out", str(tmp_path), "--no-progress"])
     config = distributed.configure("attention-de-en", tiny)
-    assert config["unit"] == "gru" and config["score"] == "additive"
+    assert config["model"]["unit"] == "gru" and config["model"]["score"] == "additive"
     run, data = translation_run("de-en-attention", config, lambda data: AttentionSeq2Seq(
-        len(data.src_vocab), len(data.tgt_vocab), config["embed"], config["hidden"],
-        **{k: config[k] for k in ("unit", "encoder_size", "score", "attention_size")}))
+        len(data.src_vocab), len(data.tgt_vocab), **config["model"]))
     assert len(data.pairs["test_2016_flickr"]) == 30
     runs.fit(run)
     for name, value in run.model.state_dict().items():
@@ -207,15 +202,21 @@ def test_the_attention_model_trains_as_its_translation_run(tmp_path):
 
 
 def test_the_full_configurations_are_the_chapters():
-    attention = distributed.configure("attention-de-en")
-    assert {k: attention[k] for k in tr.ATTENTION_FULL_PROFILE["arch"]} == \
-        tr.ATTENTION_FULL_PROFILE["arch"]
-    assert {k: attention[k] for k in tr.ATTENTION_FULL_PROFILE["fit"]} == \
-        tr.ATTENTION_FULL_PROFILE["fit"]
-    assert (attention["src"], attention["tgt"], attention["min_freq"]) == ("de", "en", 2)
-    for name in ("translation-de-en", "attention-de-en"):
+    """Each experiment is the setup of its chapters' full profile, its fit completed with
+    the run's defaults and its data with the languages and no limits."""
+    full = tr.PROFILES["full"]
+    for name, setup, languages in [("translation-de-en", "transformer", ("de", "en")),
+                                   ("translation-en-fr", "transformer", ("en", "fr")),
+                                   ("attention-de-en", "attention", ("de", "en"))]:
         config = distributed.configure(name)
-        assert config["limit"] is config["eval_limit"] is None
+        assert config["model"] == full[setup]["model"]
+        assert config["fit"] == tr.FIT_DEFAULTS | full[setup]["fit"]
+        assert config["data"] == dict(src=languages[0], tgt=languages[1], limit=None,
+                                      eval_limit=None, **full[setup]["data"])
+    char_lm = shakespeare.PROFILES["full"]["transformer"]
+    assert distributed.configure("char-lm") == {
+        "data": {}, "model": char_lm["model"],
+        "fit": streams.FIT_DEFAULTS | char_lm["fit"]}
 
 
 def test_an_interrupted_run_with_dropout_resumes_exactly(tmp_path, monkeypatch):
@@ -267,12 +268,11 @@ def test_a_checkpoint_of_another_run_is_not_resumed(tmp_path):
 
 
 def test_configure_and_its_errors():
-    assert distributed.configure("translation-de-en")["p"] == 256
+    assert distributed.configure("translation-de-en")["model"]["p"] == 256
     config = distributed.configure("char-lm", ["steps=7", "lr=1", "positional=learned"])
-    assert (config["steps"], config["lr"], config["positional"]) == (7, 1, "learned")
-    assert distributed.configure("char-lm") == dict(
-        seed=0, **shakespeare.TRANSFORMER_FULL_PROFILE["arch"],
-        **shakespeare.TRANSFORMER_FULL_PROFILE["fit"])
+    assert (config["fit"]["steps"], config["fit"]["lr"], config["model"]["positional"]) == \
+        (7, 1, "learned")
+    assert distributed.configure("char-lm", ["seed=3"])["fit"]["seed"] == 3  # a default too
     with pytest.raises(ValueError, match="experiment must be one of"):
         distributed.configure("gpt-5")
     with pytest.raises(ValueError, match="key among"):

@@ -14,6 +14,7 @@ from seqlib.experiments.forecasting import (
     Forecaster,
     ar_forecast,
     calendar,
+    fed_back_loss,
     fit_ar,
     forecaster,
     lagged,
@@ -179,15 +180,35 @@ def test_ar_forecast_matches_the_closed_form_of_ar1():
 
 def test_trained_is_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
-    config = {"hidden_size": 4, "length": 8, "batch_size": 4, "steps": 3, "lr": 1e-2,
-              "warmup_steps": 1, "seeds": (0,)}
+    model = {"hidden_size": 4}
+    fit = {"context": 8, "batch_size": 4, "steps": 3, "lr": 1e-2, "warmup": 1}
     data = 10 + torch.sin(torch.arange(200.0) / 10)
-    first, history = runs.trained(run("gru", partial(forecaster, "gru", data, config), data,
-                                      config | {"seed": 0}))
-    again, saved = runs.trained(run("gru", partial(forecaster, "gru", data, config), data,
-                                    config))  # seed 0 when left out
+    first, history = runs.trained(run("gru", partial(forecaster, "gru", data, model), data,
+                                      fit | {"seed": 0}))
+    again, saved = runs.trained(run("gru", partial(forecaster, "gru", data, model), data,
+                                    fit))  # seed 0 when left out
     assert first is not again
     assert len(history["loss"]) == 3 and saved == history
     assert all(torch.equal(p, q) for p, q in zip(first.parameters(), again.parameters(),
                                                   strict=True))
     assert first.loc == pytest.approx(data.mean().item())
+
+
+def test_a_run_through_the_feedback_loop():
+    """With fit["teacher_forcing"] False the run's loss is that of the forecasts fed back
+    after the model's warm-up window; with fit["decay"] False its rate is constant."""
+    data = 10 + torch.sin(torch.arange(200.0) / 10)
+    m = forecaster("gru", data, {"hidden_size": 4, "warmup": 4})
+    fit = {"context": 7, "batch_size": 3, "steps": 2, "lr": 1e-2, "warmup": 0, "decay": False,
+           "teacher_forcing": False}
+    fed = run("fed", m, data, fit)
+    assert fed.loss is fed_back_loss and fed.schedule is None and fed.clip == 1.0
+    window, day = data[:8][None], torch.tensor([0])  # 4 values read, 4 forecast
+    expected = ((m.forecast(window[:, :4], 4, day) - window[:, 4:]) / m.scale).pow(2).mean()
+    assert torch.equal(fed_back_loss(m, (window, day)), expected)
+    history = runs.fit(fed)
+    assert len(history["loss"]) == 2
+    with pytest.raises(ValueError, match="needs a schedule"):
+        run("fed", m, data, fit | {"warmup": 1})
+    with pytest.raises(ValueError, match=r"config has the keys \['length'\]"):
+        run("fed", m, data, fit | {"length": 8})  # the window's length is "context"

@@ -35,11 +35,15 @@ def test_bad_input_is_refused():
         length.reversal_batch(2, 2, 3, 0)
     with pytest.raises(ValueError, match="x must be a long tensor"):
         length.greedy_reverse(RecurrentLM("lstm", 4, 2, 2), torch.zeros(2, 3), 3)
+    fit = dict(batch_size=2, steps=2, lr=1e-3, warmup=1, seed=0)
     with pytest.raises(ValueError, match="config must be a dict"):
-        length.run("tiny", RecurrentLM("lstm", 4, 2, 2), {"steps": 1})
-    config = dict(lengths=(3, 2), batch_size=2, steps=1, lr=1e-3, warmup=1, symbols=3, seed=0)
+        length.run("tiny", RecurrentLM("lstm", 4, 2, 2), dict(lengths=(1, 2), symbols=3),
+                   {"steps": 1})
+    with pytest.raises(ValueError, match=r"config has the keys \['symbol'\]"):
+        length.run("tiny", RecurrentLM("lstm", 4, 2, 2),
+                   dict(lengths=(1, 2), symbols=3, symbol=3), fit)
     with pytest.raises(ValueError, match="lengths"):
-        length.run("tiny", RecurrentLM("lstm", 4, 2, 2), config)
+        length.run("tiny", RecurrentLM("lstm", 4, 2, 2), dict(lengths=(3, 2), symbols=3), fit)
 
 
 class Oracle(nn.Module):
@@ -79,11 +83,12 @@ def test_the_loss_reads_only_the_answer():
 
 
 def test_training_is_seeded_and_lowers_the_loss():
-    config = dict(lengths=(1, 3), batch_size=8, steps=30, lr=1e-2, warmup=5, symbols=3, seed=0)
+    data = dict(lengths=(1, 3), symbols=3)
+    fit = dict(batch_size=8, steps=30, lr=1e-2, warmup=5, seed=0)
     histories = []
     for _ in range(2):
         torch.manual_seed(0)
-        run = length.run("tiny", RecurrentLM("lstm", 4, 4, 8), config)
+        run = length.run("tiny", RecurrentLM("lstm", 4, 4, 8), data, fit)
         histories.append(runs.fit(run)["loss"])
     assert histories[0] == histories[1] and len(histories[0]) == 30
     assert sum(histories[0][-5:]) < sum(histories[0][:5])

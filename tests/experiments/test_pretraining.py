@@ -137,3 +137,23 @@ def test_bad_input_raises_a_clear_error():
         pretrain.transfer_model(torch.nn.Linear(2, 2), "frozen")
     with pytest.raises(TypeError, match="bilm must be a BiLM"):
         pretrain.ELMoEncoder(torch.nn.Linear(2, 2))
+
+
+def test_a_pretraining_run_is_seeded_and_checks_its_fit():
+    """pretrain.run: the same history twice (the masks from the run's generator, dropout,
+    if any, from its seed), the biLM's two directions kept; a misspelt setting is an error."""
+    from seqlib.experiments import runs
+
+    fit = dict(steps=4, batch_size=2, lr=1e-2)
+    histories = [runs.fit(pretrain.run(name, model, SENTENCES * 4, fit))
+                 for name, model in [("bilm", small_bilm()), ("bilm", small_bilm())]]
+    first, second = ({k: v for k, v in h.items() if k != "seconds"} for h in histories)
+    assert first == second and len(first["forward"]) == 4
+    torch.manual_seed(0)
+    long = [[4 + (k + i) % 20 for i in range(30)] for k in range(6)]  # some words masked
+    masked = pretrain.run("mlm", pretrain.MaskedLM(V, 8, 2, n1=16), long, fit)
+    assert masked.fit == fit | {"clip": 1.0, "seed": 0} and len(runs.fit(masked)["loss"]) == 4
+    with pytest.raises(ValueError, match=r"config has the keys \['step'\]"):
+        pretrain.run("bilm", small_bilm(), SENTENCES, fit | {"step": 3})
+    with pytest.raises(TypeError, match="model must be a BiLM or a MaskedLM"):
+        pretrain.run("bilm", torch.nn.Linear(2, 2), SENTENCES, fit)

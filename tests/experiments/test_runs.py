@@ -1,7 +1,7 @@
-"""seqlib.experiments.runs, what every experiment shares: the profile switch, the record of
-a run (its checks and the key it derives), a run trained deterministically with its own
-randomness, the model cache (its key and what it depends on) and runs trained together in
-worker processes."""
+"""seqlib.experiments.runs, what every experiment shares: the record of a run (its checks and
+the key it derives), a run trained deterministically on random numbers of its own, the model
+cache (its key and what it depends on) and runs trained together in worker processes; with
+the run of a language model (seqlib.experiments.streams.run) as the example."""
 
 import dataclasses
 from functools import partial
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from seqlib import lm
-from seqlib.experiments import runs, streams
+from seqlib.experiments import runs, shakespeare, streams
 from seqlib.text import char_vocab
 from seqlib.training import adam, warmup_cosine, warmup_linear
 
@@ -40,7 +40,7 @@ def test_editing_a_module_changes_the_keys_of_the_runs_that_use_it_only(monkeypa
     vocab, ids = corpus()
 
     def key():
-        return runs.language_model("tiny", tiny_model("gru", len(vocab)), ids, CONFIG).key
+        return streams.run("tiny", tiny_model("gru", len(vocab)), ids, CONFIG).key
 
     before = key()
     path = (runs.LIBRARY / edited).resolve()
@@ -50,35 +50,40 @@ def test_editing_a_module_changes_the_keys_of_the_runs_that_use_it_only(monkeypa
     assert (key() != before) == changes
 
 
-def record(**changes):
-    """A run of a tiny model, with `changes` to its fields."""
+def record(settings=None, **changes):
+    """A run of a tiny model, with `settings` changed in its fit and `changes` to its
+    fields."""
     vocab, ids = corpus()
     fields = dict(name="tiny", model=tiny_model("gru", len(vocab)), loss=streams.CarriedStateLoss(),
                   batches=partial(streams.contiguous_batches, ids, 3, 8),
-                  optimizer=partial(adam, lr=0.01), steps=10, warmup=2, schedule=warmup_linear,
-                  config=dict(batch_size=3, context=8), data=(ids,))
+                  optimizer=partial(adam, lr=0.01),
+                  fit=dict(steps=10, warmup=2, batch_size=3, context=8) | (settings or {}),
+                  schedule=warmup_linear, data=(ids,))
     return runs.Run(**fields | changes)
 
 
 def test_a_run_checks_its_steps_and_warmup():
     for steps in (0, -3, 2.5, True, "10"):
         with pytest.raises(ValueError, match=f"steps must be a positive int, got {steps!r}"):
-            record(steps=steps)
+            record(dict(steps=steps))
     for warmup in (-1, 10, 11, 1.5, False, None):
         with pytest.raises(ValueError, match=r"warmup must be an int in \[0, steps=10\), got "
                            + f"{warmup!r}"):
-            record(warmup=warmup)
+            record(dict(warmup=warmup))
     with pytest.raises(ValueError, match="warmup=2 needs a schedule .*got schedule=None"):
         record(schedule=None)
+    with pytest.raises(ValueError, match="fit must hold the steps"):
+        record(fit=dict(batch_size=3))
     with pytest.raises(TypeError, match="model must be a torch.nn.Module, got str"):
         record(model="lstm")
-    with pytest.raises(TypeError, match="config must be a dict and data a tuple, got list and"):
-        record(config=[("batch_size", 3)])
+    with pytest.raises(TypeError, match="fit must be a dict and data a tuple, got list and"):
+        record(fit=[("steps", 3)])
     with pytest.raises(TypeError, match="got dict and Tensor"):
         record(data=torch.zeros(3))  # its rows would be digested one by one
     with pytest.raises(TypeError, match="seed must be an int"):
-        record(seed=1.0)
-    assert record(warmup=0, schedule=None).warmup == 0  # a constant rate
+        record(dict(seed=1.0))
+    constant = record(dict(warmup=0), schedule=None)  # a constant rate
+    assert (constant.warmup, constant.clip, constant.seed) == (0, None, 0)  # what fit leaves out
 
 
 def test_a_run_derives_its_key():
@@ -86,20 +91,20 @@ def test_a_run_derives_its_key():
     assert len(base.key) == 64 and record().key == base.key  # the same record, the same key
     assert runs.cache_path(base).name == f"tiny-{base.key[:20]}.pt"
     vocab, ids = corpus()
-    others = [record(name="other"), record(steps=11), record(warmup=3), record(clip=1.0),
-              record(seed=1), record(own_randomness=True), record(config=dict(batch_size=4)),
+    others = [record(name="other"), record(dict(steps=11)), record(dict(warmup=3)),
+              record(dict(clip=1.0)), record(dict(seed=1)), record(dict(batch_size=4)),
               record(data=(ids.flip(0),)), record(model=tiny_model("gru", len(vocab), seed=1)),
               record(model=tiny_model("lstm", len(vocab))),
-              record(rng_state=torch.get_rng_state()),
-              record(module="seqlib.experiments.shakespeare")]
+              record(module=shakespeare.__name__)]
     frozen = tiny_model("gru", len(vocab))
     frozen.embedding.requires_grad_(False)  # the same weights, fewer of them train
     others.append(record(model=frozen))
     keys = [run.key for run in others]
     assert base.key not in keys and len(set(keys)) == len(keys)  # a changed field, another key
     with pytest.raises(dataclasses.FrozenInstanceError):
-        base.steps = 20  # a run never changes: its key would no longer be its own
-    assert dataclasses.replace(base, steps=20).key == record(steps=20).key
+        base.fit = {}  # a run never changes: its key would no longer be its own
+    assert dataclasses.replace(base, fit=base.fit | dict(steps=20)).key == \
+        record(dict(steps=20)).key
 
 
 def test_built_is_the_model_or_what_a_function_builds_after_seeding():
@@ -130,13 +135,13 @@ def rates_of(run):
 
 def test_a_language_model_run_is_deterministic_and_follows_the_schedule():
     vocab, ids = corpus()
-    histories = [runs.fit(runs.language_model("tiny", tiny_model("lstm", len(vocab)), ids,
+    histories = [runs.fit(streams.run("tiny", tiny_model("lstm", len(vocab)), ids,
                                               CONFIG)) for _ in range(2)]
     assert histories[0]["loss"] == histories[1]["loss"] and len(histories[0]["loss"]) == 40
     assert sum(histories[0]["loss"][-5:]) < sum(histories[0]["loss"][:5]) - 0.5  # it learns
     # The rate of every step is exactly what torch's LambdaLR, stepped after each optimizer
     # step, gives with the same schedule.
-    rates = rates_of(runs.language_model("tiny", tiny_model("rnn", len(vocab)), ids,
+    rates = rates_of(streams.run("tiny", tiny_model("rnn", len(vocab)), ids,
                                          dict(CONFIG, steps=120, warmup=10)))
     optimizer = torch.optim.AdamW([torch.zeros(1, requires_grad=True)], lr=CONFIG["lr"])
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -153,12 +158,14 @@ def test_a_language_model_run_refuses_a_bad_config():
     vocab, ids = corpus()
     model = tiny_model("rnn", len(vocab))
     with pytest.raises(ValueError, match="config must be a dict with the keys"):
-        runs.language_model("tiny", model, ids, {k: v for k, v in CONFIG.items()
+        streams.run("tiny", model, ids, {k: v for k, v in CONFIG.items()
                                                  if k != "warmup"})
     with pytest.raises(ValueError, match="config must be a dict"):
-        runs.language_model("tiny", model, ids, list(CONFIG.items()))
-    with pytest.raises(ValueError, match="train_ids"):
-        runs.language_model("tiny", model, ids[:3], CONFIG)  # 2 pairs, 3 streams
+        streams.run("tiny", model, ids, list(CONFIG.items()))
+    with pytest.raises(ValueError, match="data has 2"):
+        streams.run("tiny", model, ids[:3], CONFIG)  # 2 pairs, 3 streams
+    with pytest.raises(ValueError, match=r"config has the keys \['lr_'\]"):
+        streams.run("tiny", model, ids, CONFIG | {"lr_": 1e-2})  # a misspelt setting
 
 
 def test_a_transformer_language_model_learns():
@@ -168,14 +175,15 @@ def test_a_transformer_language_model_learns():
     torch.manual_seed(0)
     model = TransformerLM(len(vocab), 16, 2, 32, 1, max_len=CONFIG["context"])
     before = streams.evaluate(model, ids, 3, 8)
-    history = runs.fit(runs.language_model("tiny", model, ids, CONFIG))
+    history = runs.fit(streams.run("tiny", model, ids, CONFIG))
     assert len(history["loss"]) == 40
     assert streams.evaluate(model, ids, 3, 8) < before - 0.5
 
 
 def test_a_run_draws_its_dropout_from_its_own_seed_and_leaves_the_callers_generator():
-    """A run with dropout trains the same whatever generator state it finds (as in a worker
-    process that trained another run first), and the caller's state is as before."""
+    """A run with dropout (any run: runs.fit has one policy) trains the same whatever
+    generator state it finds (as in a worker process that trained another run first, or
+    after a page drew other numbers), and the caller's state is as before."""
     from seqlib.lm import TransformerLM
     ids = torch.randint(0, 12, (400,), generator=torch.Generator().manual_seed(0))
     config = dict(steps=3, batch_size=2, context=8, lr=1e-2, warmup=0)
@@ -185,7 +193,7 @@ def test_a_run_draws_its_dropout_from_its_own_seed_and_leaves_the_callers_genera
         model = TransformerLM(12, p=16, heads=2, n1=32, num_layers=1, max_len=8, dropout=0.3)
         torch.manual_seed(found_seed)
         before = torch.get_rng_state()
-        loss = runs.fit(runs.language_model("tiny", model, ids, config))["loss"]
+        loss = runs.fit(streams.run("tiny", model, ids, config))["loss"]
         assert torch.equal(torch.get_rng_state(), before)
         return loss
 
@@ -200,7 +208,7 @@ class Retrained(Exception):
 def test_trained_saves_then_loads(monkeypatch, tmp_path):
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
     vocab, ids = corpus()
-    first, history = runs.trained(runs.language_model("tiny", tiny_model("gru", len(vocab)),
+    first, history = runs.trained(streams.run("tiny", tiny_model("gru", len(vocab)),
                                                       ids, CONFIG))
     assert len(history["loss"]) == 40 and len(list(tmp_path.glob("tiny-*.pt"))) == 1
 
@@ -209,7 +217,7 @@ def test_trained_saves_then_loads(monkeypatch, tmp_path):
 
     monkeypatch.setattr(runs, "fit", no_training)
     second = tiny_model("gru", len(vocab))  # the same initial weights
-    loaded, again = runs.trained(runs.language_model("tiny", second, ids, CONFIG))
+    loaded, again = runs.trained(streams.run("tiny", second, ids, CONFIG))
     assert loaded is second and again == history  # loaded, not trained
     for p, q in zip(first.parameters(), second.parameters(), strict=True):
         assert torch.equal(p, q)
@@ -217,7 +225,7 @@ def test_trained_saves_then_loads(monkeypatch, tmp_path):
     for name, data, config in [("tiny", ids, dict(CONFIG, lr=2e-2)),
                                ("tiny", ids.flip(0), CONFIG), ("other", ids, CONFIG)]:
         with pytest.raises(Retrained):
-            runs.trained(runs.language_model(name, tiny_model("gru", len(vocab)), data, config))
+            runs.trained(streams.run(name, tiny_model("gru", len(vocab)), data, config))
 
 
 @pytest.mark.parametrize("damage", [b"", b"not a torch file", "half"])
@@ -226,13 +234,13 @@ def test_an_unreadable_cache_file_is_set_aside_and_retrained(monkeypatch, tmp_pa
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
     vocab, ids = corpus()
     config = dict(CONFIG, steps=5, warmup=2)
-    model, history = runs.trained(runs.language_model("tiny", tiny_model("gru", len(vocab)),
+    model, history = runs.trained(streams.run("tiny", tiny_model("gru", len(vocab)),
                                                       ids, config))
     (path,) = tmp_path.glob("tiny-*.pt")
     data = path.read_bytes()
     path.write_bytes(data[:len(data) // 2] if damage == "half" else damage)
     again = tiny_model("gru", len(vocab))
-    retrained, history_again = runs.trained(runs.language_model("tiny", again, ids, config))
+    retrained, history_again = runs.trained(streams.run("tiny", again, ids, config))
     assert retrained is again and history_again["loss"] == history["loss"]
     for p, q in zip(model.parameters(), again.parameters(), strict=True):
         assert torch.equal(p, q)  # trained again from the same start, not half loaded
@@ -241,7 +249,7 @@ def test_an_unreadable_cache_file_is_set_aside_and_retrained(monkeypatch, tmp_pa
     assert f"set aside as {path.name}.damaged" in said
     assert path.with_name(path.name + ".damaged").exists()
     assert path.read_bytes() != b"" and runs.trained(
-        runs.language_model("tiny", tiny_model("gru", len(vocab)), ids, config))[1] == history_again
+        streams.run("tiny", tiny_model("gru", len(vocab)), ids, config))[1] == history_again
 
 
 def test_the_cache_key_covers_the_device_dtype_threads_kernels_seed_and_code(
@@ -252,12 +260,12 @@ def test_the_cache_key_covers_the_device_dtype_threads_kernels_seed_and_code(
         model = tiny_model("gru", len(vocab))
         if "dtype" in changes:
             model = model.to(changes["dtype"])
-        return runs.cache_path(runs.language_model("tiny", model, ids, CONFIG,
+        return runs.cache_path(streams.run("tiny", model, ids, CONFIG,
                                                    module=changes.get("module"))).name
 
     base = key()
     assert key(dtype=torch.float64) != base
-    assert key(module="seqlib.experiments.shakespeare") != base  # its source is hashed too
+    assert key(module=shakespeare.__name__) != base  # its source is hashed too
     threads = torch.get_num_threads()
     torch.set_num_threads(threads + 1)
     try:
@@ -274,7 +282,7 @@ def test_the_cache_key_covers_the_device_dtype_threads_kernels_seed_and_code(
     assert key() != base
     monkeypatch.undo()
     # The source of the modules the run uses is hashed, and no other.
-    sources = runs._sources(runs.language_model("tiny", tiny_model("gru", len(vocab)), ids,
+    sources = runs._sources(streams.run("tiny", tiny_model("gru", len(vocab)), ids,
                                                 CONFIG))
     for used in ["rnn.py", "gated.py", "lm.py", "training.py", "experiments/runs.py",
                  "experiments/streams.py"]:  # the model, the training loop, the batches
@@ -286,7 +294,8 @@ def test_the_cache_key_covers_the_device_dtype_threads_kernels_seed_and_code(
     # draws its batches from.
     from seqlib.experiments import captioning
     caption = runs.Run("c", tiny_model("gru", len(vocab)), None,
-                       partial(captioning._strips, None, None, None, 1, "cpu"), None, 1)
+                       partial(captioning._strips, None, None, None, 1, "cpu"), None,
+                       {"steps": 1})
     assert (runs.LIBRARY / "experiments" / "digits.py").read_bytes() in runs._sources(caption)
     with pytest.raises(ValueError, match="an imported module"):
         key(module="seqlib.experiments.no_such_module")
@@ -299,10 +308,10 @@ def test_trained_together_trains_in_processes_exactly_as_here(monkeypatch, tmp_p
     torch.set_num_threads(1)  # the workers take this process's number of threads
     try:
         monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "here"))
-        here = [runs.trained(runs.language_model(unit, tiny_model(unit, len(vocab)), ids,
+        here = [runs.trained(streams.run(unit, tiny_model(unit, len(vocab)), ids,
                                                  config)) for unit in UNITS]
         monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "workers"))
-        together = [runs.language_model(unit, tiny_model(unit, len(vocab)), ids, config)
+        together = [streams.run(unit, tiny_model(unit, len(vocab)), ids, config)
                     for unit in UNITS]
         there = runs.trained_together(together, processes=2)
         assert len(list((tmp_path / "workers").glob("*.pt"))) == 3
@@ -315,7 +324,7 @@ def test_trained_together_trains_in_processes_exactly_as_here(monkeypatch, tmp_p
         for p, q in zip(model.parameters(), expected.parameters(), strict=True):
             assert torch.equal(p, q)
     with pytest.raises(ValueError, match="processes"):
-        runs.trained_together([runs.language_model("new", tiny_model("rnn", len(vocab)), ids,
+        runs.trained_together([streams.run("new", tiny_model("rnn", len(vocab)), ids,
                                                    config)] * 2, processes=0)
 
 
@@ -327,11 +336,11 @@ def test_a_run_that_trains_shows_its_progress_then_clears_it(monkeypatch, tmp_pa
     config = dict(CONFIG, steps=5, warmup=2)
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "quiet"))
     monkeypatch.setenv("SEQLIB_PROGRESS", "0")
-    runs.trained(runs.language_model("tiny", tiny_model("gru", len(vocab)), ids, config))
+    runs.trained(streams.run("tiny", tiny_model("gru", len(vocab)), ids, config))
     assert capfd.readouterr().err == ""
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path / "shown"))
     monkeypatch.delenv("SEQLIB_PROGRESS")
-    runs.trained(runs.language_model("tiny", tiny_model("gru", len(vocab)), ids, config))
+    runs.trained(streams.run("tiny", tiny_model("gru", len(vocab)), ids, config))
     shown = capfd.readouterr().err
     assert "tiny:" in shown and "/5 [" in shown
     assert shown.rstrip("\r").split("\r")[-1].strip() == ""  # cleared at the end
@@ -341,7 +350,7 @@ def test_a_run_that_trains_shows_its_progress_then_clears_it(monkeypatch, tmp_pa
 def test_runs_in_worker_processes_report_their_steps_to_one_bar(monkeypatch, tmp_path):
     vocab, ids = corpus()
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
-    together = [runs.language_model(unit, tiny_model(unit, len(vocab)), ids,
+    together = [streams.run(unit, tiny_model(unit, len(vocab)), ids,
                                     dict(CONFIG, steps=7, warmup=2)) for unit in UNITS[:2]]
     bar = runs._Progress(together)
     assert bar.bar.total == 14

@@ -111,7 +111,7 @@ def test_evaluate_of_an_untrained_model_is_near_log_vocabulary():
     assert abs(loss - torch.log(torch.tensor(len(vocab))).item()) < 0.2
 
 
-BOOK = shakespeare.BOOK_PROFILE
+BOOK = shakespeare.PROFILES["book"]["recurrent"]["model"]
 
 
 @pytest.mark.parametrize("layers", [1, 2])

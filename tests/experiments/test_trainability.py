@@ -1,5 +1,6 @@
 """seqlib.experiments.trainability: the gradient norm of each block, and the recorded run
-(validation loss, per-block norms before clipping) against the plain language-model run."""
+(validation loss, per-block norms before clipping) against the plain language-model run
+(streams.run)."""
 
 import pytest
 import torch
@@ -39,8 +40,9 @@ def test_block_grad_norms_by_hand_and_at_init():
 def test_a_recorded_run_is_the_plain_run_plus_its_records():
     train_ids, val_ids = stream(), stream(120, seed=1)
     plain, recorded = model(norm_first=False), model(norm_first=False)
-    history = runs.fit(runs.language_model("plain", plain, train_ids, CONFIG))
-    rich = runs.fit(trainability.recorded_run("rich", recorded, train_ids, val_ids, CONFIG))
+    history = runs.fit(streams.run("plain", plain, train_ids,
+                                   {k: v for k, v in CONFIG.items() if k != "record_every"}))
+    rich = runs.fit(trainability.run("rich", recorded, (train_ids, val_ids), CONFIG))
     assert rich["loss"] == history["loss"]  # the same run: evaluation draws no randomness
     assert rich["val_step"] == [5, 10, 12] and len(rich["val_loss"]) == 3
     assert rich["val_loss"][-1] == pytest.approx(
@@ -51,19 +53,20 @@ def test_a_recorded_run_is_the_plain_run_plus_its_records():
     assert (norms.pow(2).sum(1) <= total.pow(2) * (1 + 1e-5)).all()
     assert (total > 1).any()  # some steps were clipped, and their norms rescaled
     with pytest.raises(ValueError, match="val_ids has 2"):
-        trainability.recorded_run("short", model(), train_ids, val_ids[:3], CONFIG)
+        trainability.run("short", model(), (train_ids, val_ids[:3]), CONFIG)
 
 
 def test_recorded_runs_trained_together_are_saved_then_loaded(monkeypatch, tmp_path):
     monkeypatch.setenv("SEQLIB_MODEL_CACHE", str(tmp_path))
     train_ids, val_ids = stream(), stream(120, seed=1)
-    pre = trainability.recorded_run("pre", model(), train_ids, val_ids, CONFIG)
-    first = runs.trained_together([pre, trainability.recorded_run(
-        "no-residual", model(block=trainability.NoResidualBlock), train_ids, val_ids, CONFIG)])
+    pre = trainability.run("pre", model(), (train_ids, val_ids), CONFIG)
+    first = runs.trained_together([pre, trainability.run(
+        "no-residual", model(block=trainability.NoResidualBlock), (train_ids, val_ids),
+        CONFIG)])
     assert len(list(tmp_path.glob("*.pt"))) == 2
     fresh = model()
     monkeypatch.setattr(runs, "fit", None)  # a second run must not train
-    again = runs.trained(trainability.recorded_run("pre", fresh, train_ids, val_ids, CONFIG))
+    again = runs.trained(trainability.run("pre", fresh, (train_ids, val_ids), CONFIG))
     assert again[1] == first[0][1]
     for a, b in zip(fresh.parameters(), pre.model.parameters(), strict=True):
         assert torch.equal(a, b)
@@ -73,7 +76,7 @@ def test_a_dropout_run_does_not_depend_on_the_generator_it_finds():
     train_ids, val_ids = stream(), stream(120, seed=1)
 
     def losses(found_seed, config=CONFIG):
-        run = trainability.recorded_run("drop", model(dropout=0.2), train_ids, val_ids, config)
+        run = trainability.run("drop", model(dropout=0.2), (train_ids, val_ids), config)
         torch.manual_seed(found_seed)  # what an earlier run in the same process left behind
         return runs.fit(run)["loss"]
 

@@ -242,7 +242,7 @@ def test_trained_together_trains_in_processes_exactly_as_here(data, tmp_path, mo
     def transformer():
         return Transformer(V_s, V_t, p=16, heads=2, n1=32, num_layers=1, dropout=0.1)
 
-    calls = [  # dropout draws from the global generator: the workers must start from its state
+    calls = [  # dropout draws from the run's own seed, here as in a worker
         ("rnn", build(data), dict(steps=4, batch_size=8, lr=1e-2, seed=3)),
         ("transformer", transformer, dict(steps=4, batch_size=8, lr=1e-3, seed=5)),
         ("transformer", transformer,

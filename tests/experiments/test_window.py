@@ -52,7 +52,7 @@ def test_nothing_older_than_the_window_matters():
 
 def test_size_matching_and_the_language_model_plumbing():
     vocab = char_vocab("to be or not to be, that is the question")
-    config = dict(shakespeare.BOOK_PROFILE)
+    config = dict(shakespeare.PROFILES["book"]["recurrent"]["model"])
     lstm = shakespeare.recurrent_model("lstm", len(vocab), config)
     for k in (1, 8, 32):
         model = matched_window_model(len(vocab), k, config)

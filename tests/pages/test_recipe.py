@@ -15,15 +15,15 @@ def loss(model, batch):
     return model(batch).pow(2).mean()
 
 
-def make(**fields):
+def make(fit, schedule=None):
     model = nn.Linear(3, 2)  # 8 parameters
     return runs.Run("recipe-test", model, loss, lambda generator: [torch.zeros(4, 3)] * 5,
-                    partial(adamw, lr=0.01, weight_decay=0.1), **fields)
+                    partial(adamw, lr=0.01, weight_decay=0.1), fit, schedule)
 
 
 def test_the_recipe_names_what_the_record_holds():
-    run = make(steps=1200, warmup=100, schedule=warmup_cosine, clip=1.0,
-               config={"batch_size": 12, "context": 256})
+    run = make({"steps": 1200, "warmup": 100, "clip": 1.0, "batch_size": 12, "context": 256},
+               warmup_cosine)
     assert recipe(run).splitlines() == [
         "Linear, 8 parameters, 1,200 steps of batch 12 x 256",
         "loss test_recipe.loss",
@@ -32,7 +32,7 @@ def test_the_recipe_names_what_the_record_holds():
 
 
 def test_a_run_without_schedule_batch_or_clipping_says_so():
-    lines = recipe(make(steps=5)).splitlines()
+    lines = recipe(make({"steps": 5})).splitlines()
     assert lines[0] == "Linear, 8 parameters, 5 steps"
     assert lines[2:] == ["training.adamw(lr=0.01, weight_decay=0.1), no clipping",
                          "rate: constant"]
