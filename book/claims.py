@@ -407,6 +407,11 @@ def supported(entry: dict) -> bool:
         and entry["sigmas"] >= SIGMAS
 
 
+def complete(entries: list[dict] | None = None) -> bool:
+    """Whether every claim of the pages has MIN_RUNS runs in the ledger (held or not)."""
+    return all(e["runs"] >= MIN_RUNS for e in (evidence() if entries is None else entries))
+
+
 def stored_label() -> str:
     """The stored run's label: seed 0 with the pins, on the processor the outputs were made
     on (tests/nbval_probe.json names it)."""
@@ -436,7 +441,10 @@ def render(entries: list[dict]) -> None:
     stored = stored_label()
     runs = sorted({run for e in entries for run in e["margins"]})
     table = [f"{len(entries)} claims on {len({e['page'] for e in entries})} pages; "
-             f"{len(runs)} runs in all:", ""]
+             f"{sum(map(supported, entries))} of them have the evidence the book asks for "
+             f"({MIN_RUNS} runs or more, held in every one, the mean margin {SIGMAS:g} "
+             f"spreads or more), {sum(e['runs'] < MIN_RUNS for e in entries)} fewer than "
+             f"{MIN_RUNS} runs so far; {len(runs)} runs in all:", ""]
     table += [f"- {run}" + (" (the stored run)" if run == stored else "") for run in runs]
     table += ["", "| page | claim | what it says | stored run | least | mean | spread | "
               "mean / spread | runs |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
