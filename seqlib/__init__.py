@@ -1,18 +1,13 @@
 """seqlib: every model of the chapter "Sequence Models", small enough to read.
 
-The top-level modules are the chapter's library: its models (rnn, gated, bptt, attention,
-self_attention, positional, transformer, seq2seq, lm, embeddings, decoding) and what they need
-(text, data, the training loop, the argument checks). They never import the subpackages, which
-hold the rest of the book: `experiments` (training runs on real data, the pages beyond the
-chapter, the GPU runs), `exercises` (the checkers), `diagrams` (the figure code) and `pages`
-(the pages' tooling: their set-up, seeds, claims, listings).
+The top-level modules are the chapter's library: its models and what they need (text, data,
+the training loop, the argument checks). They never import the subpackages, which hold the
+rest of the book: `experiments` (runs on real data, the pages beyond the chapter), `exercises`
+(the checkers), `diagrams` (the figure code) and `pages` (the pages' tooling).
 
-Conventions, once for the whole package: tensors are (batch, time, features), B sequences
-of T steps of p input features or m hidden units; names follow the chapter's notation
-(W_hh, W_hx, b_h, the output layer's W_yh, b_y, the adjoints zeta of backpropagation
-through time, the LSTM's g_f, g_i, g_o, c_tilde); nothing is downloaded at import time (the
-loaders in seqlib.data fetch on demand). The names below are imported on first use
-(`seqlib.LSTM` loads seqlib.gated), so `import seqlib` costs nothing a page does not use.
+Conventions: tensors are (batch, time, features), ids (batch, time), padding masks True at
+real tokens; names follow the chapter's notation (W_hh, W_hx, b_h, W_yh, b_y, zeta, g_f, ...);
+nothing is downloaded at import time. The names below are imported on first use.
 """
 
 import importlib

@@ -1,7 +1,5 @@
 """The attention mechanism of Section 7.4: the weights (7.20), the output (7.21) and the
-score functions s. Tensors are (batch, time, features): query proxies z_q (B, T_out, m_q),
-key proxies z_k (B, T_in, m_k), values v (B, T_in, m_v), weights alpha (B, T_out, T_in)
-and outputs u (B, T_out, m_v):
+score functions s, for z_q (B, T_out, m_q), z_k (B, T_in, m_k) and v (B, T_in, m_v):
 
     alpha^<t> = S_softmax(s(z_q^<t>, z_k^<1>), ..., s(z_q^<t>, z_k^<T_in>)),     (7.20)
     u^<t> = sum_{tau=1}^{T_in} alpha^<t>_tau v^<tau>     (non-causal), or
@@ -14,16 +12,12 @@ The scores of Section 7.4 (an unnumbered display), m~ being `attention_size` and
     "concat"    w_s^T tanh(W~_s [z_q; z_k])       W~_s: m~ x (m_q + m_k), w_s: m~
     "additive"  w_s^T tanh(W_sa z_q + W_sb z_k)   W_sa: m~ x m_q, W_sb: m~ x m_k, w_s: m~
 
-"concat" and "additive" are one family (W~_s = [W_sa, W_sb]): "concat" scores the
-concatenated pairs as the formula reads, "additive" (Bahdanau et al., 2015) projects
-queries and keys apart and needs much less memory.
+"concat" and "additive" are one family (W~_s = [W_sa, W_sb]); "additive" (Bahdanau et al.,
+2015) projects queries and keys apart and needs much less memory.
 
-A padding mask (B, T_in) is True at real keys; with `causal=True`, queries and keys share
-one time axis and the query at time t sees the keys at times <= t. Hidden keys score -inf,
-so the softmax of (7.20) runs over the visible keys only; a query that sees no key raises a
-ValueError rather than returning NaN. With fewer queries than keys, seqlib puts the queries
-at the last T_out times (earlier keys were cached during decoding); the chapter's causal
-form with T_out < T_in puts query t at time t (causal attention over the first T_out keys).
+A padding mask (B, T_in) is True at real keys; hidden keys score -inf, and a query that sees
+no key raises a ValueError. With `causal=True` and fewer queries than keys, the queries sit
+at the last T_out times (earlier keys cached in decoding; the chapter puts query t at t).
 """
 
 import math
@@ -38,8 +32,8 @@ SCORES = ("inner", "general", "concat", "additive")
 
 def visible_keys(mask: torch.Tensor | None, causal: bool, B: int, T_q: int, T_k: int,
                  device=None) -> torch.Tensor | None:
-    """Which keys each query may see, a (B, T_q, T_k) boolean, or None for all of them: the real
-    keys of `mask` (B, T_k) and, with `causal`, those up to query i's time T_k - T_q + i."""
+    """Which keys each query may see, (B, T_q, T_k) bool or None for all: the real keys of
+    `mask` and, with `causal`, those up to query i's time T_k - T_q + i."""
     if mask is not None:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
             got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
@@ -99,10 +93,7 @@ def attend(scores: torch.Tensor, values: torch.Tensor, *, mask: torch.Tensor | N
 
 def inner_product_attention(queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, *,
                             mask: torch.Tensor | None = None, causal: bool = False):
-    """Attention (7.20)-(7.21) with the scaled inner-product score z_q^T z_k / sqrt(m) and no
-    parameters: queries (B, T_out, m), keys (B, T_in, m), values (B, T_in, m_v) -> outputs
-    (B, T_out, m_v), weights (B, T_out, T_in).
-    """
+    """Attention (7.20)-(7.21) with the score z_q^T z_k / sqrt(m): outputs u, weights alpha."""
     check_tensor("queries", queries)
     check_keys("keys", keys)
     check_tensor("values", values)
@@ -124,11 +115,8 @@ def uniform_parameter(*shape: int) -> nn.Parameter:
 
 
 class Attention(nn.Module):
-    """Attention (7.20)-(7.21) with a score of Section 7.4, "inner", "general", "concat" or
-    "additive" (the default, Bahdanau's), its parameters named as in the module docstring.
-    `attention_size` is the width m~ of the tanh layer of "concat" and "additive" (default:
-    query_size, as in Bahdanau et al.).
-    """
+    """Attention (7.20)-(7.21) with a score of Section 7.4 (default "additive", Bahdanau's);
+    `attention_size` is m~, the width of the tanh layer (default: query_size)."""
 
     def __init__(self, query_size: int, key_size: int, score: str = "additive",
                  attention_size: int | None = None):
@@ -159,17 +147,15 @@ class Attention(nn.Module):
         self.attention_size = a if score in ("concat", "additive") else None
 
     def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
-        """The part of the score that reads the keys alone: W_s z_k ("general"), W_sb z_k
-        ("additive"), the keys themselves otherwise; (B, T_in, m_k) -> (B, T_in, .). A
-        decoder attends to the same keys at every step: it projects them once per sentence."""
+        """The part of the score that reads the keys alone (W_s z_k, W_sb z_k, or z_k), which
+        a decoder computes once per sentence."""
         if self.score == "general":
             return keys @ self.W_s.T
         return keys @ self.W_sb.T if self.score == "additive" else keys
 
     def scores(self, queries: torch.Tensor, keys: torch.Tensor, *,
                projected: torch.Tensor | None = None) -> torch.Tensor:
-        """s(z_q^<t>, z_k^<tau>) for every pair: queries (B, T_out, m_q), keys (B, T_in, m_k)
-        -> scores (B, T_out, T_in); `projected` is `project_keys(keys)` when computed before."""
+        """s(z_q^<t>, z_k^<tau>) for every pair, (B, T_out, T_in); `projected`: project_keys."""
         z_k = self.project_keys(keys) if projected is None else projected
         if self.score == "inner":
             return queries @ z_k.transpose(1, 2) / math.sqrt(self.key_size)

@@ -1,28 +1,14 @@
-"""Backpropagation through time written out, for the basic RNN of (7.2).
-
-Tensors are (batch, time, features). The loss (7.4)-(7.5) of one sequence is the mean over
-time of the cross-entropies, C = (1/T) sum_t C_t; a batch of B sequences averages that over
-the batch.
-
-The adjoint zeta^<t> = dC/dh^<t> obeys the backward recursion of (7.6),
+"""Backpropagation through time written out, for the basic RNN of (7.2), with the loss
+(7.4)-(7.5), C = (1/T) sum_t C_t, averaged over the batch. The adjoint zeta^<t> = dC/dh^<t>
+obeys the backward recursion of (7.6),
 
     zeta^<T> = (1/T) Cdot_T(h^<T>),
     zeta^<t> = (1/T) Cdot_t(h^<t>) + (dh^<t+1>/dh^<t>) zeta^<t+1>,     t = T-1, ..., 1,
 
-where Cdot_t(h^<t>) = W_yh^T (y_hat^<t> - y^<t>) is the derivative of C_t with respect to
-h^<t> through the output layer (softmax and cross-entropy), and the Jacobian (7.11), in
-the layout that multiplies an adjoint, is
-
-    dh^<t+1>/dh^<t> = W_hh^T diag(sigma_dot(W_hh h^<t> + W_hx x^<t+1> + b_h)).
-
-The chapter's (7.6) places all of (1/T) sum_tau Cdot_tau at t = T (its feedforward analogy);
-`bptt(..., lumped=True)` runs that form literally. The two coincide when only the last step
-carries loss.
-
-With zeta, the gradient of W = W_hh is the sum over states tau of the terms
-sum_j (dh_j^<tau>/dW) zeta_j^<tau>, with dh_j^<tau>/dW = sigma_dot(z_j^<tau>) e_j h^<tau-1>^T
-of (7.9): the double sum (7.10) over losses t and states tau <= t, with the adjoints of the
-single losses C_t, gathered by exchanging the sums. (7.13) keeps the terms from T_0 on.
+where Cdot_t(h^<t>) = W_yh^T (y_hat^<t> - y^<t>) and the Jacobian is (7.11). The chapter's
+(7.6) places all of (1/T) sum_tau Cdot_tau at t = T: `bptt(..., lumped=True)`, which
+coincides when only the last step carries loss. With zeta, the double sum (7.10) of the
+terms (7.9) becomes one sum over states tau; (7.13) keeps the terms from T_0 on.
 """
 
 from dataclasses import dataclass
@@ -84,8 +70,7 @@ def sequence_loss(logits: torch.Tensor, targets: torch.Tensor, last_only: bool =
 
 
 def sigma_dot(rnn: RNN, h: torch.Tensor) -> torch.Tensor:
-    """sigma_dot(z) of the unit's activation, from the state h = sigma(z) it produced:
-    1 - h^2 for tanh, 1[h > 0] for ReLU, 1 for the identity."""
+    """sigma_dot(z) of the unit's activation, from the state h = sigma(z) it produced."""
     name = rnn.cell.nonlinearity
     if name not in SIGMA_DOT:
         raise ValueError(f"no derivative known for nonlinearity {name!r}; expected one of "
@@ -253,12 +238,8 @@ def near_effects(rnn: RNN, x: torch.Tensor, targets: torch.Tensor, T0: int,
 def rnn_with_spectral_radius(radius: float, input_size: int, hidden_size: int,
                              output_size: int, *, nonlinearity: str = "tanh",
                              generator: torch.Generator | None = None) -> RNN:
-    """A float64 RNN (7.2) with zero biases whose W_hh has the spectral radius `radius`.
-
-    W_hh, W_hx and W_yh are standard normal draws from `generator` (in that order), W_hx
-    and W_yh scaled by 1/sqrt(fan-in) and W_hh rescaled so that its largest eigenvalue
-    modulus is `radius`; the same generator state gives the same directions for every radius.
-    """
+    """A float64 RNN (7.2) with zero biases whose W_hh has the spectral radius `radius`:
+    W_hh, W_hx, W_yh drawn from `generator` in that order, W_hx, W_yh scaled by 1/sqrt(fan-in)."""
     if not isinstance(radius, (int, float)) or not radius > 0:
         raise ValueError(f"radius must be a positive number, got {radius!r}")
     m, p, q = hidden_size, input_size, output_size
@@ -277,10 +258,7 @@ def rnn_with_spectral_radius(radius: float, input_size: int, hidden_size: int,
 def autograd_reference(rnn: RNN, x: torch.Tensor, targets: torch.Tensor,
                        h0: torch.Tensor | None = None, *, last_only: bool = False,
                        truncate: int | None = None) -> dict[str, torch.Tensor]:
-    """The same gradients by torch.autograd, to check `bptt` against.
-
-    Truncation is the usual detach() of the carried state at every chunk boundary.
-    """
+    """The same gradients by torch.autograd (truncation: detach() at chunk boundaries)."""
     if h0 is None:
         h0 = x.new_zeros(1, x.shape[0], rnn.hidden_size)
     h0 = h0.detach().clone().requires_grad_(True)

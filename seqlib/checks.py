@@ -1,18 +1,13 @@
 """The argument checks every module shares: each raises a clear TypeError or ValueError
-naming the argument, what it received and what was expected.
-
-Tensors are (batch, time, features) everywhere; token ids are integer (batch, time) tensors.
-"""
+naming the argument, what it received and what was expected."""
 
 import torch
 
 
 def int_in_range(name: str, value, least: int, most: int | None = None, *,
                  expected: str | None = None) -> int:
-    """Return `value` if it is an int (a bool is not) from `least` to `most` (no upper bound
-    when `most` is None), else raise a ValueError naming `name`, what was expected (the
-    range, unless `expected` words it) and the value given. Every integer argument of
-    seqlib is checked here or by `check_int`."""
+    """Return `value` if it is an int (not a bool) from `least` to `most` (None: no bound),
+    else raise a ValueError naming `name`, what was `expected` and the value given."""
     if isinstance(value, bool) or not isinstance(value, int) or value < least \
             or (most is not None and value > most):
         if expected is None:
@@ -27,14 +22,12 @@ def positive_int(name: str, value) -> int:
 
 
 def check_warmup(warmup, steps: int) -> int:
-    """Return `warmup`, the steps of a warm-up before the peak rate, if it is an int in
-    [0, steps), else raise a ValueError naming it."""
+    """Return `warmup`, the steps of a warm-up, if it is an int in [0, steps)."""
     return int_in_range("warmup", warmup, 0, steps - 1, expected=f"an int in [0, steps={steps})")
 
 
 def check_int(name: str, value, low: int | None = None) -> int:
-    """Return `value` if it is an int (>= `low` when given), else raise a TypeError (not an
-    int) or a ValueError (below `low`) naming `name`."""
+    """Return `value` if it is an int (>= `low` when given), else a TypeError or ValueError."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
     return value if low is None else int_in_range(name, value, low, expected=f">= {low}")
@@ -49,7 +42,7 @@ def check_choice(name: str, value, allowed: tuple) -> None:
 def check_ids(ids, *, name: str = "ids", dim: int | None = None,
               vocab_size: int | None = None, nonempty: bool = False) -> torch.Tensor:
     """Return `ids` if it is an integer tensor of token ids (of `dim` dimensions, not empty,
-    every id in [0, vocab_size), when asked), else raise a clear error."""
+    in [0, vocab_size), when asked)."""
     if not isinstance(ids, torch.Tensor):
         layout = " (batch, time)" if dim == 2 else ""
         raise TypeError(f"{name} must be a torch.Tensor of token ids{layout}, got "
@@ -68,8 +61,8 @@ def check_ids(ids, *, name: str = "ids", dim: int | None = None,
 
 
 def check_source(src, src_mask, vocab_size: int | None = None) -> torch.Tensor:
-    """Check a padded source batch, src (B, S) ids and src_mask (B, S) bool, True at real tokens,
-    padding at the end only, at least one real token per sentence; return the lengths (B,)."""
+    """Check src (B, S) ids and src_mask (B, S), True at real tokens, padding at the end only,
+    no empty sentence; return the lengths (B,)."""
     check_ids(src, name="src", dim=2, vocab_size=vocab_size)
     if not isinstance(src_mask, torch.Tensor) or src_mask.dtype != torch.bool:
         got = src_mask.dtype if isinstance(src_mask, torch.Tensor) else type(src_mask).__name__
@@ -91,7 +84,7 @@ def check_source(src, src_mask, vocab_size: int | None = None) -> torch.Tensor:
 
 
 def check_tgt_in(tgt_in, src: torch.Tensor, vocab_size: int) -> None:
-    """Raise a clear error unless `tgt_in` (B, T) holds target ids, a row per src row, T >= 1."""
+    """Raise unless `tgt_in` (B, T) holds target ids, a row per src row, T >= 1."""
     check_ids(tgt_in, name="tgt_in", dim=2, vocab_size=vocab_size)
     if tgt_in.shape[0] != src.shape[0] or tgt_in.shape[1] == 0:
         raise ValueError(f"tgt_in has shape {tuple(tgt_in.shape)}, expected "
@@ -100,23 +93,19 @@ def check_tgt_in(tgt_in, src: torch.Tensor, vocab_size: int) -> None:
 
 def check_sequence(x: torch.Tensor, input_size: int, name: str = "x",
                    dtype: torch.dtype | None = None) -> None:
-    """Raise a clear error unless `x` is a float (batch, time, input_size) tensor, T >= 1, of
-    the model's `dtype` if given."""
+    """Raise unless `x` is a float (batch, time, input_size) tensor, T >= 1, of `dtype`."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
-        raise TypeError(
-            f"{name} must hold floats (one-hot or embedded tokens), got dtype {x.dtype}; "
-            "encode token ids with seqlib.text.one_hot or an nn.Embedding first"
-        )
+        raise TypeError(f"{name} must hold floats (one-hot or embedded tokens), got dtype "
+                        f"{x.dtype}; encode token ids with seqlib.text.one_hot or an "
+                        "nn.Embedding first")
     if x.dim() != 3:
-        raise ValueError(
-            f"{name} must have 3 dimensions (batch, time, features), got shape {tuple(x.shape)}"
-        )
+        raise ValueError(f"{name} must have 3 dimensions (batch, time, features), got shape "
+                         f"{tuple(x.shape)}")
     if x.shape[-1] != input_size:
-        raise ValueError(
-            f"{name} has {x.shape[-1]} features per step, expected input_size={input_size}"
-        )
+        raise ValueError(f"{name} has {x.shape[-1]} features per step, expected "
+                         f"input_size={input_size}")
     if x.shape[0] == 0 or x.shape[1] == 0:
         raise ValueError(f"{name} has an empty batch or sequence: shape {tuple(x.shape)}")
     check_dtype(name, x, dtype)
@@ -124,9 +113,8 @@ def check_sequence(x: torch.Tensor, input_size: int, name: str = "x",
 
 def check_state(h0: torch.Tensor, expected: tuple, name: str = "h0",
                 x: torch.Tensor | None = None) -> None:
-    """Raise a clear error unless the initial state `h0` has the `expected` shape (L D, B, m)
-    for the (batch, time, features) sequence `x`, if given. A state whose batch is x's second
-    size, not its first, says that x looks time-major (torch.nn's default layout)."""
+    """Raise unless `h0` has the `expected` shape (L D, B, m), saying so when `x` looks
+    time-major (torch.nn's default layout)."""
     if not isinstance(h0, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(h0).__name__}")
     if tuple(h0.shape) == tuple(expected):
@@ -142,7 +130,7 @@ def check_state(h0: torch.Tensor, expected: tuple, name: str = "h0",
 
 
 def check_mask(mask: torch.Tensor, shape: tuple, name: str = "mask") -> None:
-    """Raise a clear error unless `mask` is a bool tensor of the (batch, time) `shape`."""
+    """Raise unless `mask` is a bool tensor of the (batch, time) `shape`."""
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
         raise TypeError(f"{name} must be a bool tensor (True at real steps), got {got}")
@@ -152,8 +140,7 @@ def check_mask(mask: torch.Tensor, shape: tuple, name: str = "mask") -> None:
 
 def check_tensor(name: str, x, features: int | None = None,
                  dtype: torch.dtype | None = None) -> None:
-    """Raise unless `x` is a float (batch, time, features) tensor with `features` features,
-    of the model's `dtype` if given."""
+    """Raise unless `x` is a float (batch, time, features) tensor, of `features` and `dtype`."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
@@ -167,8 +154,7 @@ def check_tensor(name: str, x, features: int | None = None,
 
 def check_keys(name: str, x, features: int | None = None,
                dtype: torch.dtype | None = None) -> None:
-    """Raise unless `x`, the sequence that attention's keys come from, passes check_tensor
-    and has at least one time step: over no keys the attention weights are undefined."""
+    """check_tensor, and at least one time step: the sequence attention's keys come from."""
     check_tensor(name, x, features, dtype)
     if x.shape[1] == 0:
         raise ValueError(f"{name} has shape {tuple(x.shape)}, an empty sequence: there are no "
@@ -191,8 +177,7 @@ def check_dtype(name: str, x: torch.Tensor, dtype: torch.dtype | None) -> None:
 
 
 def check_decoding_state(state, keys: tuple, name: str = "state") -> None:
-    """Raise a clear error unless `state` is the dict a model's `start(src, src_mask)`
-    returned (or a later `step`), holding `keys`."""
+    """Raise unless `state` is the dict `start` (or a later `step`) returned, with `keys`."""
     if not isinstance(state, dict) or any(key not in state for key in keys):
         got = f"a dict with the keys {sorted(state)}" if isinstance(state, dict) \
             else type(state).__name__

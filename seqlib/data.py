@@ -3,13 +3,9 @@
 data set, the MNIST test digits and Melbourne's daily minimum temperatures), which
 seqlib.experiments.datasets reads.
 
-Files live under a data directory (``tinyshakespeare/input.txt``,
-``multi30k/{split}.{lang}.gz``, ``movie-review-polarity/rt-polarity.{pos,neg}``,
-``mnist/t10k-{images-idx3,labels-idx1}-ubyte.gz``, ``temperatures/daily-min-temperatures.csv``):
-the ``data_dir`` argument, else ``$SEQLIB_DATA_DIR``, else a per-user cache
-(``$XDG_CACHE_HOME/seqlib``, by default ``~/.cache/seqlib``). A missing file is downloaded from
-its canonical address, or else from a long-lived mirror of the same file, and a line on stderr
-names the address used; its sha256 is checked every time it is used.
+Files live under a data directory (the keys of ``FILES``): ``data_dir``, else
+``$SEQLIB_DATA_DIR``, else ``$XDG_CACHE_HOME/seqlib`` (``~/.cache/seqlib``). A missing file
+is downloaded from its canonical address, else from a mirror; its sha256 is always checked.
 
 Multi30k: Elliott et al. (2016), "Multi30K: Multilingual English-German Image Descriptions";
 Elliott et al. (2017), "Findings of the Second Shared Task on Multimodal Machine Translation"
@@ -102,14 +98,10 @@ FILES: dict[str, tuple[tuple[str, ...], str]] = {
         _SHAKESPEARE_URLS,
         "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
     ),
-    **{
-        f"multi30k/{name}": (_each(_MULTI30K_URLS, name), sha)
-        for name, sha in _MULTI30K_SHA256.items()
-    },
-    **{
-        f"movie-review-polarity/{name}": (_each(_POLARITY_URLS, name), sha)
-        for name, sha in _POLARITY_SHA256.items()
-    },
+    **{f"multi30k/{name}": (_each(_MULTI30K_URLS, name), sha)
+       for name, sha in _MULTI30K_SHA256.items()},
+    **{f"movie-review-polarity/{name}": (_each(_POLARITY_URLS, name), sha)
+       for name, sha in _POLARITY_SHA256.items()},
     **{f"mnist/{name}": (_each(_MNIST_URLS, name), sha) for name, sha in _MNIST_SHA256.items()},
     "temperatures/daily-min-temperatures.csv": (
         _TEMPERATURES_URLS,
@@ -150,8 +142,7 @@ class _Failed(Exception):
 
 
 def _download(name: str, url: str, sha256: str, path: pathlib.Path) -> None:
-    """Download ``url`` to ``path`` atomically (a temporary file, verified, then renamed), or
-    raise ``_Failed`` naming what went wrong, leaving no partial file behind."""
+    """Download ``url`` to ``path`` atomically (verified, then renamed), or raise ``_Failed``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
     try:
@@ -186,8 +177,7 @@ def _download(name: str, url: str, sha256: str, path: pathlib.Path) -> None:
 
 
 def _download_first(name: str, urls: tuple[str, ...], sha256: str, path: pathlib.Path) -> str:
-    """Download ``name`` from the first of ``urls`` that serves the file of sha256 ``sha256``;
-    return that address. Each failure is reported on stderr and the next address tried."""
+    """Download ``name`` from the first of ``urls`` that serves it; return that address."""
     failures = []
     for url in urls:
         try:
@@ -211,10 +201,8 @@ def _download_first(name: str, urls: tuple[str, ...], sha256: str, path: pathlib
 
 
 def fetch(name: str, data_dir=None) -> pathlib.Path:
-    """Path of a verified local copy of ``name`` (a key of ``FILES``), downloading if missing
-    from the first address that serves the expected bytes. Failing everywhere raises
-    ``DownloadError`` (``ValueError`` when every address served other bytes), naming each
-    address and what went wrong there."""
+    """Path of a verified local copy of ``name`` (a key of ``FILES``), downloaded if missing;
+    ``DownloadError`` (``ValueError`` when every address served other bytes) if it cannot be."""
     if name not in FILES:
         raise ValueError(f"name must be one of {sorted(FILES)}, got {name!r}")
     urls, sha256 = FILES[name]
@@ -246,9 +234,8 @@ def _read_lines(path: pathlib.Path) -> list[str]:
         with gzip.open(path, "rb") as f:
             text = f.read().decode("utf-8")
     except (OSError, EOFError, zlib.error, UnicodeDecodeError) as err:
-        raise ValueError(
-            f"{path} is not a valid gzip file of UTF-8 text ({err}); delete it and retry"
-        ) from err
+        raise ValueError(f"{path} is not a valid gzip file of UTF-8 text ({err}); "
+                         "delete it and retry") from err
     lines = text.split("\n")
     if lines[-1] == "":  # the file ends with a newline
         lines.pop()
@@ -256,10 +243,8 @@ def _read_lines(path: pathlib.Path) -> list[str]:
 
 
 def multi30k(split: str, src: str = "en", tgt: str = "fr", data_dir=None) -> list[tuple[str, str]]:
-    """Multi30k task 1 sentence pairs ``(source, target)`` of ``split``, ``"train"`` (29,000
-    pairs), ``"val"`` (1,014) or ``"test_2016_flickr"`` (1,000); ``src`` and ``tgt`` are two
-    different languages among ``"en"``, ``"fr"``, ``"de"``, line i of one translating line i
-    of the other."""
+    """Multi30k task 1 pairs ``(source, target)`` of ``split``, "train" (29,000 pairs), "val"
+    (1,014) or "test_2016_flickr" (1,000), in two languages among "en", "fr", "de"."""
     check_choice("split", split, SPLITS)
     check_choice("src", src, LANGUAGES)
     check_choice("tgt", tgt, LANGUAGES)
@@ -269,8 +254,6 @@ def multi30k(split: str, src: str = "en", tgt: str = "fr", data_dir=None) -> lis
     paths = [fetch(f"multi30k/{split}.{lang}.gz", data_dir) for lang in (src, tgt)]
     sources, targets = (_read_lines(path) for path in paths)
     if len(sources) != len(targets):
-        raise ValueError(
-            f"line counts differ: {paths[0]} has {len(sources)} lines, "
-            f"{paths[1]} has {len(targets)}"
-        )
+        raise ValueError(f"line counts differ: {paths[0]} has {len(sources)} lines, "
+                         f"{paths[1]} has {len(targets)}")
     return list(zip(sources, targets, strict=True))

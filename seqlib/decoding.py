@@ -1,22 +1,10 @@
-"""Decoding: from an encoder-decoder to output sentences (Section 7.4).
+"""Decoding: from an encoder-decoder to output sentences (Section 7.4), each step reading
+back the token chosen, (7.22) and (7.34), from <start> until <stop> or `max_len` tokens:
+`greedy` (the chapter's), `sample` (with temperature, top-k and top-p, Holtzman et al.,
+2020) and `beam_search`, which the chapter names in Section 7.5 without their details.
 
-At each step the decoder gives a distribution y_hat^<t> over the next token, given the
-source and the tokens so far, and reads back the token chosen, (7.22) and (7.34), from
-<start> until <stop> or `max_len` tokens. The chapter takes the most probable token and, in
-Section 7.5, names sampling and beam search without their details, which go beyond it:
-
-- `greedy`: the most probable token at every step;
-- `sample`: a token drawn from the distribution; the temperature that sharpens or flattens
-  it, and the restriction to the k most probable tokens (top-k) or to the smallest set
-  whose probability reaches p (top-p, nucleus sampling, Holtzman et al., 2020);
-- `beam_search`: the `beam_size` most probable partial sentences kept at every step.
-
-The worked examples of decoding (a decoder written as a table, the trace of a search, the
-check of (7.34) on a trained decoder) are tools of the book's pages: seqlib.pages.decoding.
-
-The model follows the decoding protocol of seqlib.seq2seq, `start`, `step` and `reorder`;
-sources are padded batches, src (B, S) ids and src_mask (B, S) bool, True at real tokens.
-Each function returns, per source, plain lists of token ids without <start> and <stop>.
+Models follow the decoding protocol of seqlib.seq2seq (`start`, `step`, `reorder`). Each
+function returns, per source, lists of token ids without <start> and <stop>.
 """
 
 import contextlib
@@ -153,16 +141,12 @@ def sample(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: int, s
 def beam_search(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: int,
                 stop_id: int, max_len: int, beam_size: int = 4,
                 length_penalty: float = 1.0) -> list[list[tuple[list[int], float]]]:
-    """Keep the `beam_size` most probable partial sentences of each source at every step.
+    """Keep the K = `beam_size` most probable partial sentences of each source at every step.
 
-    Each step extends every live hypothesis by every token and ranks the best 2 K extensions
-    (K = beam_size) by log-probability: those among the best K that end in <stop> are
-    finished, the best K others stay live. A source is done when K hypotheses have finished
-    (or after max_len steps, when its live ones join them). Finished hypotheses are scored
-    with length normalisation, score = log P(y^<1>, ..., y^<n>) / n ** length_penalty, n
-    counting the tokens scored (<stop> included): length_penalty 0 gives the plain
-    log-probability (which favours short outputs), 1 the mean per token. Returns, per
-    source, up to K (tokens, score) pairs, best first; `beam_steps` runs it step by step.
+    Of the best 2 K extensions, those among the best K that end in <stop> finish and the best
+    K others stay live, until K have finished (or max_len steps). Scores are log P / n **
+    length_penalty, n counting <stop>: 0 gives the log-probability, 1 the mean per token.
+    Returns, per source, up to K (tokens, score) pairs, best first.
     """
     search = beam_steps(model, src, src_mask, start_id=start_id, stop_id=stop_id,
                         max_len=max_len, beam_size=beam_size, length_penalty=length_penalty)
@@ -175,8 +159,7 @@ def beam_search(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: i
 
 def beam_steps(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: int,
                stop_id: int, max_len: int, beam_size: int = 4, length_penalty: float = 1.0):
-    """Beam search as a generator: after each step it yields what the step decided, a
-    BeamStep, and it returns beam_search's result (StopIteration.value)."""
+    """Beam search as a generator of BeamSteps, returning beam_search's result."""
     _check_ids(model, start_id, stop_id, max_len)
     K = positive_int("beam_size", beam_size)
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, (int, float)) \
@@ -240,10 +223,8 @@ def beam_steps(model, src: torch.Tensor, src_mask: torch.Tensor, *, start_id: in
 
 
 class BeamStep(NamedTuple):
-    """One step of beam search: `total` (B, K, V), the log-probability of every hypothesis k
-    extended by every token (-inf where slot k holds no live hypothesis); `prefixes`, the
-    tokens of each source's K hypotheses before the step; `status`, per source, "live" or
-    "finished" for each extension (k, token) kept (None for a source done before the step)."""
+    """One step of beam search: `total` (B, K, V), the log-probability of every extension;
+    `prefixes` before the step; `status`, per source, {(k, token): "live" or "finished"}."""
 
     total: torch.Tensor
     prefixes: list

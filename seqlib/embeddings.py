@@ -14,10 +14,8 @@ unigram distribution raised to the power 3/4,
   the target is the centre word. CBOW uses negative sampling too, not the full softmax, so
   the two models differ only in what h is and cost the same per example.
 
-Examples are built from a 1-D tensor of ids with tensor operations, without a Python loop
-over positions. Batches are (N,) ids, (N, K) noise ids and (N, C) contexts. The noise
-distribution, its draws and the subsampling of frequent words are in
-seqlib.experiments.word2vec, with the training runs.
+Batches are (N,) ids, (N, K) noise ids and (N, C) contexts; the noise distribution and the
+training runs are in seqlib.experiments.word2vec.
 """
 
 from collections.abc import Iterable, Sequence
@@ -31,11 +29,8 @@ from seqlib.text import SPECIALS
 
 
 def skipgram_pairs(ids: torch.Tensor, window: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Skip-gram examples of a 1-D id sequence: (centres, contexts), each of shape (N,).
-
-    Every ordered pair of positions at distance 1, ..., window gives one example, so an
-    interior word appears as centre 2 * window times. Pairs are grouped by distance.
-    """
+    """Skip-gram examples of a 1-D id sequence, (centres, contexts) of shape (N,): every
+    ordered pair of positions at distance 1, ..., window, grouped by distance."""
     check_ids(ids, name="ids", dim=1)
     check_int("window", window, 1)
     if len(ids) < 2:
@@ -48,11 +43,8 @@ def skipgram_pairs(ids: torch.Tensor, window: int) -> tuple[torch.Tensor, torch.
 
 
 def cbow_examples(ids: torch.Tensor, window: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """CBOW examples of a 1-D id sequence: (contexts (N, 2 * window), targets (N,)).
-
-    Row n holds the window words on each side of the target ``ids[n + window]``, so
-    N = len(ids) - 2 * window (positions too close to either end have no full context).
-    """
+    """CBOW examples of a 1-D id sequence: (contexts (N, 2 * window), targets (N,)), row n
+    the window words on each side of ``ids[n + window]``, N = len(ids) - 2 * window."""
     check_ids(ids, name="ids", dim=1)
     check_int("window", window, 1)
     if len(ids) < 2 * window + 1:
@@ -119,10 +111,8 @@ class Word2Vec(nn.Module):
 
 
 class SkipGram(Word2Vec):
-    """Skip-gram with negative sampling: predict a context word from the centre word.
-
-    ``forward(centres (N,), contexts (N,), negatives (N, K))`` returns the loss, h = v_centre.
-    """
+    """Skip-gram: predict a context word from the centre word; forward(centres, contexts,
+    negatives) returns the loss."""
 
     def hidden(self, inputs: torch.Tensor) -> torch.Tensor:
         """h = v_c for each centre id, (N,) -> (N, d)."""
@@ -155,13 +145,9 @@ def cosine_similarity(a: torch.Tensor, b: torch.Tensor, eps: float = 1e-8) -> to
 
 def nearest_neighbours(weight: torch.Tensor, vocab, query, k: int = 5,
                        exclude: Iterable[str] = SPECIALS) -> list[tuple[str, float]]:
-    """The k words whose vectors (rows of ``weight``, (V, d)) have the largest cosine with
-    ``query``, as (word, cosine) pairs, most similar first.
-
-    ``vocab`` is a Vocab or a list of the V words; ``query`` a word (left out of its own
-    neighbours) or a vector of shape (d,). Words in ``exclude`` (by default the special
-    tokens) are never returned.
-    """
+    """The k words whose rows of ``weight`` (V, d) have the largest cosine with ``query`` (a
+    word, left out of its own neighbours, or a (d,) vector), as (word, cosine) pairs, best
+    first; ``vocab`` a Vocab or a list of the V words; ``exclude`` never returned."""
     itos: Sequence[str] = vocab.itos if hasattr(vocab, "itos") else vocab
     if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or len(weight) != len(itos):
         got = tuple(weight.shape) if isinstance(weight, torch.Tensor) else type(weight).__name__

@@ -1,21 +1,12 @@
 """The fast path of the recurrent units: backpropagation through time written by hand.
 
-At small batch, autograd's bookkeeping of every operation of every step costs more than the
-arithmetic, so each unit runs the whole sequence as one `torch.autograd.Function`:
-
-- forward: the input terms W_hx x^<t> + b_h of all steps in one product, then the loop over
-  time without autograd, into preallocated buffers, keeping what the backward pass needs;
-- backward: the adjoint recursion (7.6) back in time: at each step a few element-wise
-  operations give the errors delta^<t> of the pre-activations (the adjoint times each
-  activation's derivative, (7.9)), and one product with W_hh, the Jacobian (7.11), carries
-  the adjoint zeta to the step before;
-- the weights' gradients sum over all steps, (7.10), in one product each at the end:
-  g_W_hh = sum_t delta^<t> h^<t-1>^T and g_W_hx = sum_t delta^<t> x^<t>^T.
-
-Tensors are time-major, x (T, B, p), so that one step's slices are contiguous; states are
-(B, m). zeta^<t> = dC/dh^<t> as in the chapter; `grad_H[t]` is its part from the outputs of
-step t, the rest comes back from step t + 1. The results equal the textbook path's to
-rounding (tests/library/test_fastpath.py).
+At small batch, autograd's bookkeeping costs more than the arithmetic, so each unit runs the
+whole sequence as one `torch.autograd.Function`: forward computes the input terms of all
+steps in one product, then loops over time without autograd into preallocated buffers;
+backward runs the adjoint recursion (7.6), the errors delta^<t> of the pre-activations
+(7.9) and one product with W_hh, the Jacobian (7.11), per step; the weights' gradients,
+(7.10), are one product each at the end. Tensors are time-major, x (T, B, p); states are
+(B, m); `grad_H[t]` is the part of zeta^<t> = dC/dh^<t> from the outputs of step t.
 """
 
 import torch
@@ -46,10 +37,8 @@ def _input_gradients(needs, delta, X, W_hx):
 
 
 class RNNScan(torch.autograd.Function):
-    """(7.2) over all steps, h^<t> = S_h(W_hh h^<t-1> + W_hx x^<t> + b_h), for the
-    activations whose derivative is written here in terms of h: tanh, 1 - h^2, and relu,
-    1 where h > 0. Backward: delta^<t> = zeta^<t> S_h'^<t>, and the adjoint of the step
-    before gets W_hh^T delta^<t>."""
+    """(7.2) over all steps for tanh (S_h' = 1 - h^2) and relu (1 where h > 0). Backward:
+    delta^<t> = zeta^<t> S_h'^<t>, and the step before gets W_hh^T delta^<t>."""
 
     activations = {"tanh": torch.Tensor.tanh_, "relu": torch.Tensor.relu_}  # in place
     slopes = {"tanh": lambda h: 1 - h * h, "relu": lambda h: (h > 0).to(h.dtype)}

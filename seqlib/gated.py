@@ -1,20 +1,11 @@
 """Gated units of Section 7.3: the LSTM (7.16)-(7.17) and the GRU (7.18)-(7.19).
 
-Both are `Cell`s of seqlib.rnn, so reversing (7.14) and stacking (7.15) come from
-`Recurrent`, with the textbook path (one product per gate, `fast=False`) and the fast path
-(fused gates, input projection for all steps at once), the default: the same equations in a
-third of the time on the CPU, where the book computed every stored number (on a GPU,
-torch.nn's cuDNN kernels are the fast ones; the measurements page has both).
-
-Sizes: the chapter calls m~ the size of each group of neurons (gates, states) and counts
-m = 6 m~ neurons in an LSTM (c, h, c_tilde, g_f, g_i, g_o) and m = 4 m~ in a GRU (h,
-h_tilde, g_r, g_u); `hidden_size` is the chapter's m~, as in torch.nn.
-
-The gate blocks are stacked in W_hx, W_hh and b_h in torch.nn's order, (g_i, g_f, c_tilde,
-g_o) for the LSTM and (g_r, g_u, h_tilde) for the GRU, so that `from_torch` copies weights
-block by block; `blocks` and `chapter_parameters` name them as the chapter does (W_fh, W_fx,
-b_f, ...). The GRU's update gate follows the chapter (g_u near 1 updates the state, near 0
-keeps it); torch.nn.GRU's z is 1 - g_u, so `from_torch` negates that block.
+Both are `Cell`s of seqlib.rnn: reversing (7.14), stacking (7.15) and the textbook and fast
+paths come from `Recurrent`. `hidden_size` is the chapter's m~, the size of each group of
+neurons (an LSTM has m = 6 m~ neurons, a GRU m = 4 m~). The gate blocks are stacked in
+torch.nn's order, (g_i, g_f, c_tilde, g_o) and (g_r, g_u, h_tilde); `chapter_parameters`
+names them as the chapter does (W_fh, W_fx, b_f, ...). The GRU's update gate follows the
+chapter (g_u near 1 updates the state); torch.nn.GRU's z is 1 - g_u.
 """
 
 import torch
@@ -78,16 +69,14 @@ class LSTMCell(Cell):
 
 
 class GRUCell(Cell):
-    """The GRU unit, equations (7.18)-(7.19), on a state h (B, m~):
+    """The GRU unit, (7.18)-(7.19), on a state h (B, m~):
 
         g_r, g_u = S_Sig(W_rh h + W_rx x + b_r), S_Sig(W_uh h + W_ux x + b_u)   (7.19)
         h_tilde = S_Tanh(W_h~h (g_r * h) + W_h~x x + b_h~)                      (7.18)
         h = (1 - g_u) * h + g_u * h_tilde                                       (7.18)
 
-    The chapter applies the reset gate before the matrix product; `reset_after=True` applies
-    it after, with a bias of its own, as PyTorch and cuDNN do: h_tilde = tanh(W_h~x x + b_h~ +
-    g_r * (W_h~h h + b_hn)). torch.nn.GRU's update, h = z * h + (1 - z) * h_tilde, has
-    z = 1 - g_u; since 1 - sigmoid(a) = sigmoid(-a), `load_torch` negates that gate's rows.
+    `reset_after=True` applies the reset gate after the product, with a bias b_hn, as PyTorch
+    and cuDNN do: h_tilde = tanh(W_h~x x + b_h~ + g_r * (W_h~h h + b_hn)).
     """
 
     gates = 3
@@ -145,8 +134,7 @@ class GRUCell(Cell):
         return H, (h,)
 
     def torch_signs(self) -> torch.Tensor:
-        """(3 m,) signs mapping each row of W_hx, W_hh, b_h to torch.nn.GRU's: -1 on the
-        update gate's rows (z = 1 - g_u, so its pre-activation is negated), +1 elsewhere."""
+        """(3 m,) signs to torch.nn.GRU's rows: -1 on the update gate's (z = 1 - g_u)."""
         m = self.hidden_size
         signs = torch.ones(3 * m, dtype=self.W_hh.dtype, device=self.W_hh.device)
         signs[m:2 * m] = -1
@@ -170,9 +158,8 @@ class GRUCell(Cell):
 
 
 def chapter_parameters(cell: Cell) -> dict:
-    """The chapter's matrices and vectors of an LSTMCell or GRUCell, views of its blocks: W_ih,
-    W_ix, b_i, W_fh, ..., W_c~h, W_c~x, b_c~, W_oh, ... of (7.16)-(7.17), or W_rh, ..., W_h~h,
-    W_h~x, b_h~ of (7.18)-(7.19) (not the `b_hn` of PyTorch's form of the GRU)."""
+    """The chapter's matrices and vectors of an LSTMCell or GRUCell, views of its blocks:
+    W_ih, W_ix, b_i, ... of (7.16)-(7.17), or W_rh, ..., b_h~ of (7.18)-(7.19)."""
     if not isinstance(cell, LSTMCell | GRUCell):
         raise TypeError(f"cell must be an LSTMCell or a GRUCell, got {type(cell).__name__}")
     m, named = cell.hidden_size, {}
@@ -183,9 +170,8 @@ def chapter_parameters(cell: Cell) -> dict:
 
 
 class LSTM(Recurrent):
-    """LSTM over (B, T, p): returns output (B, T, D m~) and (h, c), each (L D, B, m~), as
-    torch.nn.LSTM(batch_first=True) does (m~ = hidden_size). With `output_size` q, the output
-    layer of (7.16), y_hat = S_y(W_yh h + b_y), gives (B, T, q) logits (S_y left to the loss)."""
+    """LSTM over (B, T, p) -> output (B, T, D m~) and (h, c), as torch.nn.LSTM(batch_first=True)
+    does; with `output_size` q, (B, T, q) logits W_yh h + b_y."""
 
     cell_class = LSTMCell
     state_count = 2
@@ -205,9 +191,8 @@ class LSTM(Recurrent):
 
 
 class GRU(Recurrent):
-    """GRU over (B, T, p): returns output (B, T, D m~) and h (L D, B, m~), as torch.nn.GRU
-    (batch_first=True) does (m~ = hidden_size); `reset_after=True` is PyTorch's form of the
-    unit. With `output_size` q, the output layer of (7.18), W_yh h + b_y, gives (B, T, q) logits."""
+    """GRU over (B, T, p) -> output (B, T, D m~) and h, as torch.nn.GRU(batch_first=True)
+    does; with `output_size` q, (B, T, q) logits W_yh h + b_y."""
 
     cell_class = GRUCell
     torch_name = "GRU"
@@ -233,8 +218,7 @@ UNITS = {"rnn": RNN, "lstm": LSTM, "gru": GRU}  # the recurrent units by name
 
 
 def make_unit(unit: str, input_size: int, hidden_size: int, **options) -> Recurrent:
-    """seqlib.RNN, LSTM or GRU by name, "rnn", "lstm" or "gru", with Recurrent's options
-    (num_layers, bidirectional, fast, output_size)."""
+    """seqlib.RNN, LSTM or GRU by name, "rnn", "lstm" or "gru", with Recurrent's options."""
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {sorted(UNITS)}, got {unit!r}")
     return UNITS[unit](input_size, hidden_size, **options)

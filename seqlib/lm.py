@@ -1,12 +1,9 @@
 """Language models: the character-level recurrent models of Section 7.3 (embedding ->
 recurrent unit -> vocabulary) and the decoder-only transformer of Section 7.5.
 
-At every step t a model reads x^<t> and outputs the logits of the next character x^<t+1>;
-ids are (batch, time), logits (batch, time, vocabulary). A stream model, forward(ids, state)
--> (logits, state), follows the decoding protocol through `stream_start`, `stream_step` and
-`select_state`, and `generate` writes text with it. Truncated backpropagation through time
-on one long text (the state carried, detached, from chunk to chunk) and the pages' setups
-are in seqlib.experiments (`streams`, `shakespeare`).
+At every step t a model reads x^<t> and outputs the logits of x^<t+1>. A stream model,
+forward(ids, state) -> (logits, state), follows the decoding protocol through `stream_start`,
+`stream_step` and `select_state`; `generate` writes text with it.
 """
 
 import warnings
@@ -23,8 +20,7 @@ from seqlib.transformer import LayerNorm, PreNormBlock, TransformerBlock, select
 
 
 def select_state(state, rows):
-    """The rows (streams: a slice or a tensor of indices) of a carried state: None, a tensor
-    (L, B, m) with the batch second, or a tuple of them ((h, c) of the LSTM)."""
+    """The rows of a carried state: None, a tensor (L, B, m) or a tuple of them."""
     if state is None:  # a model that carries no state (TransformerLM)
         return None
     if isinstance(state, tuple):
@@ -33,10 +29,8 @@ def select_state(state, rows):
 
 
 def stream_start(model: nn.Module, src: torch.Tensor, src_mask: torch.Tensor):
-    """The protocol's start for a stream model, forward(ids (B, T), state) -> (logits, state)
-    with initial_state(batch_size), the state before any token: the state after every prompt
-    token but the last, which the decoding functions feed as start_id (prompts src (N, S) of
-    one length), so the initial state itself if S = 1."""
+    """The protocol's start for a stream model: the state after every prompt token but the
+    last, which the decoding functions feed as start_id (prompts of one length)."""
     check_source(src, src_mask, model.vocab_size)
     if not src_mask.all():
         raise ValueError("prompts must all have one length (src_mask all True)")
@@ -46,9 +40,7 @@ def stream_start(model: nn.Module, src: torch.Tensor, src_mask: torch.Tensor):
 
 
 def stream_step(model: nn.Module, tokens: torch.Tensor, state):
-    """The protocol's step for a stream model, the one-to-many use of (7.3), each chosen token
-    fed back as the next input: the previous tokens (N,) -> logits (N, V) of the next, state
-    (the one `start` returned, then the one the last step did)."""
+    """The protocol's step for a stream model, (7.3) one-to-many: tokens (N,) -> logits, state."""
     check_ids(tokens, name="tokens", dim=1, vocab_size=model.vocab_size)
     if state is None:
         raise ValueError("state must be the state that model.start(prompts, mask) returned "
@@ -186,8 +178,7 @@ class TransformerLM(nn.Module):
 
 
 class _TextOnly(nn.Module):
-    """A language model of the decoding protocol whose steps never propose the special
-    tokens (they never occur in running text), so generation runs to its full length."""
+    """A language model whose steps never propose the special tokens."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
@@ -209,11 +200,9 @@ class _TextOnly(nn.Module):
 def generate(model: nn.Module, vocab: Vocab, prompt: str, length: int, *,
              method: str = "sample", samples: int = 1, generator: torch.Generator | None = None,
              **options) -> list[str]:
-    """Continuations of `prompt` by `length` tokens, one at a time by (7.34), from a language
-    model of the decoding protocol (RecurrentLM, TransformerLM): method "greedy", "sample"
-    (`samples` draws with `generator`; options temperature, top_k, top_p) or "beam" (options
-    beam_size, length_penalty; the best hypothesis). Special tokens are never chosen, and the
-    same generator seed gives the same text. Returns the prompt plus each continuation."""
+    """The prompt plus continuations by `length` tokens, by (7.34), from a language model of
+    the decoding protocol: method "greedy", "sample" (`samples` draws with `generator`) or
+    "beam" (the best hypothesis); `options` go to seqlib.decoding's function."""
     methods = {"greedy": decoding.greedy, "sample": decoding.sample, "beam": decoding.beam_search}
     if method not in methods:
         raise ValueError(f"method must be one of {sorted(methods)}, got {method!r}")

@@ -1,8 +1,6 @@
 """Positional embeddings of Section 7.5, equations (7.28)-(7.30).
 
-Self-attention without masking treats its inputs as a set (permuting x^<1>, ..., x^<T>
-permutes the outputs alike), so positional embeddings give each input its time t, counted
-from t = 1 as in the chapter:
+Positional embeddings give each input its time t, counted from t = 1 as in the chapter:
 
 - one-hot: append the unit vector e_t of R^T to x^<t> (p~ = p + T features);
 - learned jointly with the input, (7.28): x~^<t> = W_1 S(W_2 x^<t> + W_3 e_t + b) in R^p~,
@@ -13,7 +11,7 @@ from t = 1 as in the chapter:
 - a learned table, x^<t> + r^<t> with one trained vector r^<t> per position: the common
   alternative of GPT-2 and nanoGPT, beyond the chapter (`PositionalEmbedding(kind="learned")`).
 
-Row t - 1 of a table holds position t. Inputs are (batch, time, features).
+Row t - 1 of a table holds position t.
 """
 
 import torch
@@ -62,8 +60,7 @@ class JointPositionalEmbedding(nn.Module):
 
         x~^<t> = W_1 S(W_2 x^<t> + W_3 e_t + b)  in R^p~,
 
-    sized as in the module docstring, p~ = p by default. W_3 e_t is column t of W_3, so T is
-    the longest sequence it can embed. forward(x (B, T', p), offset=0) -> (B, T', p~), for
+    p~ = p by default. T is the longest sequence it can embed; forward(x, offset) embeds
     positions offset + 1, ..., offset + T' (offset > 0 when earlier steps were cached).
     """
 

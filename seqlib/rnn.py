@@ -1,8 +1,5 @@
-"""The basic recurrent neural network of Section 7.2 (Elman, 1990).
-
-Tensors are (batch, time, features) everywhere. The state h^<t> = f(h^<t-1>, x^<t>), from
-h^<0> = 0, is one map f nested t times, (7.1); the unit (7.2) is that map, an affine part
-and an activation, followed by the output layer:
+"""The basic recurrent neural network of Section 7.2 (Elman, 1990): the state
+h^<t> = f(h^<t-1>, x^<t>) from h^<0> = 0, (7.1), with the unit (7.2) as f:
 
     h^<t> = S_h(W_hh h^<t-1> + W_hx x^<t> + b_h)          state, m neurons
     y_hat^<t> = S_y(W_yh h^<t> + b_y)                      output, q values
@@ -11,14 +8,9 @@ With output feedback (7.3), the previous output joins the input before W_hx:
 
     h^<t> = S_h(W_hh h^<t-1> + W_hx (x^<t> + T(y_hat^<t-1>)) + b_h),
 
-where T maps y_hat (q values) to p dimensions: the identity when p = q, else a map the caller
-gives (a decoder's T embeds the argmax token). From y_hat^<0> = 0 and a linear T, the first
-step is (7.2)'s. The common alternative `feedback="matrix"`, S_h(W_hh h^<t-1> + W_hx x^<t> +
-W_hy y_hat^<t-1> + b_h) with W_hy (m x q), is (7.3) with T(y) = A y when W_hy = W_hx A.
-
-S_y, the softmax, is left to torch.nn.functional.cross_entropy as in torch.nn: `forward`
-returns the logits W_yh h^<t> + b_y, and (7.3) feeds back y_hat^<t-1> = softmax(logits^<t-1>),
-or, with teacher forcing, the one-hot true previous output.
+where T maps y_hat (q values) to p dimensions (the identity when p = q). `feedback="matrix"`
+feeds W_hy y_hat^<t-1> instead, (7.3) with T(y) = A y when W_hy = W_hx A. S_y, the softmax,
+is left to the loss: `forward` returns the logits W_yh h^<t> + b_y.
 """
 
 import math
@@ -39,11 +31,9 @@ ACTIVATIONS = {
 
 class Cell(nn.Module):
     """What every recurrent unit shares: G gate blocks stacked in W_hx (G m, p), W_hh (G m, m)
-    and b_h (G m), a state tuple ((h,), or (h, c) for the LSTM) and two ways to run a sequence,
-    with the same results: the textbook path, `step`, one product per gate as the chapter
-    writes it; and the fast path, `fast_scan`: the input terms of all steps in one product
-    (`input_projection`), the gates' recurrent products fused into one per step (`fused_step`),
-    and for the RNN, LSTM and GRU a backward pass through time by hand (seqlib.fastpath).
+    and b_h (G m), a state tuple ((h,), or (h, c) for the LSTM) and two paths with the same
+    results: the textbook `step`, one product per gate; the fast `fast_scan`, the input terms
+    of all steps in one product, fused gates and BPTT by hand (seqlib.fastpath).
     """
 
     gates = 1
@@ -92,8 +82,7 @@ class Cell(nn.Module):
         return torch.stack(hs, dim=1), state
 
     def fast_scan(self, x: torch.Tensor, state: tuple):
-        """The fast path over a time-major x (T, B, p), autograd recording every `fused_step`;
-        units with a backward pass by hand (seqlib.fastpath) override it. Returns (T, B, m)."""
+        """The fast path over a time-major x (T, B, p) -> (T, B, m), by autograd."""
         hs = []
         for u in self.input_projection(x).unbind(0):
             state = self.fused_step(u, state)
@@ -101,8 +90,7 @@ class Cell(nn.Module):
         return torch.stack(hs), state
 
     def load_torch(self, w_ih, w_hh, b_ih, b_hh) -> None:
-        """Copy the weights of one layer and direction of the torch.nn module; the two
-        bias vectors of torch.nn always appear summed, so b_h = b_ih + b_hh."""
+        """Copy one layer and direction of the torch.nn module; b_h = b_ih + b_hh."""
         with torch.no_grad():
             self.W_hx.copy_(w_ih)
             self.W_hh.copy_(w_hh)
@@ -115,9 +103,8 @@ class RNNCell(Cell):
     def __init__(self, input_size: int, hidden_size: int, nonlinearity: str = "tanh"):
         super().__init__(input_size, hidden_size)
         if nonlinearity not in ACTIVATIONS:
-            raise ValueError(
-                f"nonlinearity must be one of {sorted(ACTIVATIONS)}, got {nonlinearity!r}"
-            )
+            raise ValueError(f"nonlinearity must be one of {sorted(ACTIVATIONS)}, "
+                             f"got {nonlinearity!r}")
         self.nonlinearity = nonlinearity
         self.S_h = ACTIVATIONS[nonlinearity]
         self.reset_parameters()
@@ -148,12 +135,8 @@ def cell_name(layer: int, direction: int) -> str:
 class Recurrent(nn.Module):
     """Reversing (7.14) and stacking (7.15), written once for any unit, and combined.
 
-    (7.14): a bidirectional layer runs a forward unit, h_f^<t> from h_f^<t-1>, and a reverse
-    unit of its own, h_r^<t> from h_r^<t+1>, and concatenates [h_f^<t>; h_r^<t>] (2 m features);
-    the output layer's W_yh = [W^f_yh, W^r_yh] (q x 2 m) applied to it is W^f_yh h_f^<t> +
-    W^r_yh h_r^<t>. (7.15): layer l > 1 reads h^<t>_[l-1] through its W^[l]_hx (for the LSTM
-    only h goes up, not c), and the output layer reads h^<t>_[L]. With both, each layer is
-    bidirectional and the next reads its concatenated states. States, zeros by default, are
+    (7.14): a forward and a reverse unit, concatenated [h_f^<t>; h_r^<t>] (2 m features);
+    (7.15): layer l > 1 reads h^<t>_[l-1] (for the LSTM only h goes up, not c). States are
     shaped like torch.nn's: (num_layers * D, B, m), D = 2 if bidirectional else 1.
     """
 
@@ -201,8 +184,7 @@ class Recurrent(nn.Module):
                 for layer in range(self.num_layers) for d in range(self.directions)]
 
     def zero_state(self, batch_size: int, like: torch.Tensor) -> tuple:
-        """The default initial state, zeros: state_count tensors (L D, B, m), (h0,) or
-        (h0, c0) for the LSTM, of the dtype and device of `like`."""
+        """Zeros: state_count tensors (L D, B, m), like `like`."""
         shape = (self.num_layers * self.directions, batch_size, self.hidden_size)
         return tuple(like.new_zeros(shape) for _ in range(self.state_count))
 
@@ -270,14 +252,10 @@ class Recurrent(nn.Module):
 
 
 class RNN(Recurrent):
-    """Basic RNN over a (batch, time, features) sequence: the recursion (7.1) of the unit
-    (7.2), with output feedback (7.3), stacked (7.15) and bidirectional (7.14) when asked.
-
-    With `output_size` q, the output layer (W_yh, b_y) applies at every step; states are shaped
-    like torch.nn.RNN's. `RNN(8, 20, 8)` has the chapter's 748 parameters. With
-    `output_feedback=True`, (7.3), T is `feedback_map`, a callable or nn.Module mapping (B, q)
-    to (B, p), by default the identity when p == q (required otherwise); `feedback="matrix"`
-    feeds y_hat^<t-1> through W_hy (m x q) instead.
+    """Basic RNN: the recursion (7.1) of the unit (7.2), with output feedback (7.3), stacked
+    (7.15) and bidirectional (7.14) when asked. `RNN(8, 20, 8)` has the chapter's 748
+    parameters. With `output_feedback=True`, T is `feedback_map`, (B, q) -> (B, p), by
+    default the identity (needs p == q).
     """
 
     torch_name = "RNN"
@@ -322,11 +300,9 @@ class RNN(Recurrent):
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None,
                 y_prev: torch.Tensor | None = None):
-        """Run the recurrence over x (B, T, p) from h0 (L D, B, m), zeros by default; return
-        outputs, (B, T, q) logits or, without an output layer, (B, T, D m) states, and h_n
-        (L D, B, m). With output feedback, `y_prev` (B, T, q) is teacher forcing: y_prev[:, t-1]
-        (typically the one-hot true output of the step before, zeros at t = 1) is fed back
-        at step t, through T, in place of the model's own y_hat^<t-1>."""
+        """x (B, T, p), h0 (L D, B, m) -> logits (B, T, q) (states (B, T, D m) without an
+        output layer) and h_n. `y_prev` (B, T, q), with output feedback, is teacher forcing:
+        y_prev[:, t-1] is fed back at step t in place of y_hat^<t-1>."""
         if y_prev is not None and not self.output_feedback:
             raise ValueError("y_prev (teacher forcing) needs output_feedback=True (7.3)")
         if self.output_feedback:
@@ -380,8 +356,7 @@ class RNN(Recurrent):
 
     @classmethod
     def from_torch(cls, rnn: nn.RNN, linear: nn.Linear | None = None) -> "RNN":
-        """A seqlib RNN carrying the weights of a torch.nn.RNN (and an output nn.Linear).
-        Outputs agree, and the gradient of b_h = b_ih + b_hh equals that of each of them."""
+        """A seqlib RNN with the weights of a torch.nn.RNN (and an output nn.Linear)."""
         if not isinstance(rnn, nn.RNN):
             raise TypeError(f"rnn must be a torch.nn.RNN, got {type(rnn).__name__}")
         features = rnn.hidden_size * (2 if rnn.bidirectional else 1)

@@ -1,26 +1,13 @@
-"""Self-attention of Section 7.5, equations (7.23)-(7.27).
+"""Self-attention of Section 7.5, equations (7.23)-(7.27): (7.23) without parameters
+(`self_attention`), (7.24) with learned proxies (`SelfAttention`), (7.25)-(7.26) with H heads
+(`MultiHeadAttention`, W^O = [W_c^1 ... W_c^H] as in torch.nn.MultiheadAttention), and the
+masking of (7.27), as the chapter writes it (`masked_key_scores`) and as an additive mask
+Lambda (`causal_mask`, `causal=True`).
 
-The queries, keys and values come from one sequence x^<1>, ..., x^<T> (in cross-attention,
-the keys and values come from another one):
-
-- (7.23), no parameters, causal: u^<t> = sum_{tau <= t} alpha^t_tau x^<tau>, with alpha^t
-  the softmax over tau = 1, ..., t of the scores s(x^<t>, x^<tau>) (`self_attention`);
-- (7.24), learned proxies, causal: z_q^<t> = W_q x^<t>, z_k^<t> = W_k x^<t>, v^<t> = W_v x^<t>
-  with W_q, W_k, W_v each p x p (`SelfAttention`). The non-causal forms sum over all T;
-- (7.25)-(7.26), H heads, non-causal: head h has W_q^h, W_k^h (m x p) and W_v^h (m_v x p),
-  and u^<t> = sum_h W_c^h u^{h,<t>} with W_c^h (p x m_v), which is W^O = [W_c^1 ... W_c^H]
-  (p x H m_v) applied to the concatenated heads, the form of Vaswani et al. (2017) and of
-  torch.nn.MultiheadAttention (`MultiHeadAttention`);
-- (7.27), masking: for the query at time t, the key proxies of the later times are set to
-  -inf, so their scores are -inf and their weights e^-inf = 0 (`masked_key_scores`); in
-  practice, an additive mask Lambda, 0 where key tau may be seen and -inf where it may not:
-  softmax(Q K^T / sqrt(m) + Lambda) (`causal_mask`, `causal=True`).
-
-The score s is the scaled inner product z_q^T z_k / sqrt(m) of Section 7.4 unless another
-is given. Tensors are (batch, time, features), (batch, heads, time, head features) inside
-multi-head attention; padding masks are (batch, keys), True at real keys. The explicit path
-returns the weights (to plot them); the fast one, with the same numbers, calls
-torch.nn.functional.scaled_dot_product_attention (fused kernels, no weights).
+The score is the scaled inner product of Section 7.4 unless another is given; multi-head
+tensors are (batch, heads, time, head features); padding masks are (batch, keys), True at
+real keys. The explicit path returns the weights; the fast one, the same numbers without
+them, calls torch.nn.functional.scaled_dot_product_attention.
 """
 
 import math
@@ -81,16 +68,9 @@ def self_attention(x: torch.Tensor, *, score=None, causal: bool = True,
 
 
 class SelfAttention(nn.Module):
-    """(7.24): self-attention with learned proxies, z_q^<t> = W_q x^<t>, z_k^<t> = W_k x^<t>
-    and v^<t> = W_v x^<t>, with W_q, W_k, W_v each p x p as in the chapter (other sizes come
-    with multi-head attention):
-
-        u^<t> = sum_{tau <= t} alpha^t_tau W_v x^<tau>,  alpha^t = softmax over tau <= t of
-        s(W_q x^<t>, W_k x^<tau>).
-
-    `causal=True` (the default, the chapter's form) or False (sums over tau = 1, ..., T);
-    `score` as in self_attention (an nn.Module score is registered with its parameters).
-    forward(x (B, T, p), *, mask=None (B, T)) -> (u (B, T, p), alpha (B, T, T)).
+    """(7.24): u^<t> = sum_{tau <= t} alpha^t_tau W_v x^<tau>, alpha^t the softmax over
+    tau <= t of s(W_q x^<t>, W_k x^<tau>), W_q, W_k, W_v each p x p; causal by default, as
+    in the chapter; `score` as in self_attention. forward(x, *, mask) -> (u, alpha).
     """
 
     def __init__(self, p: int, *, causal: bool = True, score=None):
@@ -181,8 +161,7 @@ def scaled_dot_product(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *,
 
 
 def head_sizes(p: int, heads: int, m: int | None, m_v: int | None) -> tuple:
-    """(m, m_v), checked: m = p // H unless given (p must then be a multiple of H), m_v = m
-    unless given."""
+    """(m, m_v), checked: m = p // H and m_v = m unless given."""
     positive_int("p", p)
     positive_int("heads", heads)
     if m is None:
@@ -195,20 +174,11 @@ def head_sizes(p: int, heads: int, m: int | None, m_v: int | None) -> tuple:
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention (7.25)-(7.26), without biases as in the chapter (`bias=True`
-    adds b_q, b_k, b_v and b_c, as torch.nn.MultiheadAttention has by default).
-
-    p: model dimension (queries' features); heads: H; m, m_v: query/key and value size per
-    head (default p // H and m); kv_size: features of the keys' and values' sequence for
-    cross-attention, (7.33) (default p). W_q (H m, p), W_k (H m, kv_size) and W_v (H m_v,
-    kv_size) stack the heads' matrices, rows (h-1) m to h m - 1 for head h = 1, ..., H
-    (`head(h)`); W_c (p, H m_v) is W^O = [W_c^1 ... W_c^H].
-
-    forward(x (B, T, p), context=None (B, T_k, kv_size), *, mask=None (B, T_k), causal=False,
-    cache=None, need_weights=False) -> (u (B, T, p), weights (B, H, T, T_k) or None), non-causal
-    by default as (7.25), causal=True masking the future (7.27). `cache`, a dict, makes
-    step-by-step decoding cost one step per token (beyond the chapter; `keys_values`). Weights
-    come from the explicit path (need_weights=True or fast=False).
+    """Multi-head attention (7.25)-(7.26), without biases as in the chapter (`bias=True` adds
+    b_q, b_k, b_v, b_c, as torch.nn.MultiheadAttention). m, m_v: query/key and value size per
+    head; kv_size: the features of a cross-attention's context, (7.33). W_q, W_k, W_v stack
+    the heads' matrices (`head(h)`); W_c (p, H m_v) is W^O. `cache`, a dict, makes decoding
+    cost one step per token (beyond the chapter); weights need need_weights or fast=False.
     """
 
     def __init__(self, p: int, heads: int, m: int | None = None, m_v: int | None = None, *,
@@ -246,10 +216,8 @@ class MultiHeadAttention(nn.Module):
         return F.linear(x, W, b).view(B, T, self.heads, size).transpose(1, 2)  # (B, H, T, s)
 
     def keys_values(self, x: torch.Tensor, context: torch.Tensor | None, cache: dict | None):
-        """W_k^h and W_v^h applied to every time of the context (cross-attention) or of x,
-        (B, H, T_k, m) and (B, H, T_k, m_v). A `cache` (beyond the chapter) holds them between
-        decoding steps: self-attention appends this step's to the earlier steps', and
-        cross-attention computes the context's once, at the first call."""
+        """W_k^h and W_v^h of every time of the context, or of x: (B, H, T_k, m), (B, H, T_k,
+        m_v). A `cache` holds them: self-attention appends, cross-attention computes once."""
         if cache is not None and "k" in cache and context is None:  # self-attention, later
             k = torch.cat([cache["k"], self._heads(x, self.W_k, self.b_k, self.m)], 2)
             v = torch.cat([cache["v"], self._heads(x, self.W_v, self.b_v, self.m_v)], 2)
@@ -277,8 +245,7 @@ class MultiHeadAttention(nn.Module):
 
     @classmethod
     def from_torch(cls, mha: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """The same attention with the weights of a torch.nn.MultiheadAttention (whose
-        in_proj_weight stacks W_q, W_k, W_v and whose out_proj is W^O)."""
+        """The same attention with the weights of a torch.nn.MultiheadAttention."""
         check_torch_twin(mha)
         bias = mha.in_proj_bias is not None
         model = cls(mha.embed_dim, mha.num_heads, bias=bias).to(mha.in_proj_weight)
@@ -300,8 +267,7 @@ class MultiHeadAttention(nn.Module):
 def check_torch_twin(mha) -> None:
     """Raise unless `mha` is a torch.nn.MultiheadAttention that MultiHeadAttention can copy."""
     if not isinstance(mha, nn.MultiheadAttention):
-        raise TypeError(f"mha must be a torch.nn.MultiheadAttention, got "
-                        f"{type(mha).__name__}")
+        raise TypeError(f"mha must be a torch.nn.MultiheadAttention, got {type(mha).__name__}")
     if not mha._qkv_same_embed_dim or mha.bias_k is not None or mha.add_zero_attn:
         raise ValueError("only torch.nn.MultiheadAttention with kdim = vdim = embed_dim, "
                          "add_bias_kv=False and add_zero_attn=False has a seqlib twin")

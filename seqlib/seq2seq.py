@@ -1,28 +1,15 @@
 """Encoder-decoder models of Section 7.4: Fig. 7.9 (a) and (b), and with attention, Fig. 7.10.
 
-An encoder reads the source x^<1>, ..., x^<T_in>; a decoder writes the target y^<1>, ...,
-y^<T_out> one token at a time, each step reading the previous token (<start> first): the
-true y^<t-1> in training (teacher forcing), its own prediction y_hat^<t-1> when translating.
-
 - Fig. 7.9 (a): the code z, the encoder's last state, is the decoder's initial state.
-- Fig. 7.9 (b): z is also fed to every decoder step (concatenated to its input) and to the
-  output layer (Cho et al., 2014). Sutskever et al. (2014) also reverse the source.
-- Fig. 7.10, (7.22): a bidirectional encoder gives v^<tau> = [h_f^<tau>; h_r^<tau>]; at
-  step t the decoder attends to them, (7.20)-(7.21), with the query z_q^<t> = s^<t-1> and
-  keys and values v^<tau> (Bahdanau et al., 2015), and
-      s^<t> = f_decoder(s^<t-1>, y_hat^<t-1>, u^<t>),   y_hat^<t> = f_decoder-out(s^<t>).
-  With `deep_output=True` the output layer reads [s^<t>; u^<t>; embedded y^<t-1>] instead
-  (Bahdanau et al.'s deep output).
+- Fig. 7.9 (b): z is also fed to every decoder step and to the output layer (Cho et al., 2014).
+- Fig. 7.10, (7.22): the decoder attends, (7.20)-(7.21), with the query z_q^<t> = s^<t-1>, to
+  the bidirectional encoder's v^<tau> = [h_f^<tau>; h_r^<tau>] (Bahdanau et al., 2015).
 
-Ids are (batch, time), logits (batch, time, vocabulary); in shape comments S = T_in and
-T = T_out. Batches are padded at the end with <empty> (id 0), with a mask True at real
-tokens (seqlib.text.pad_batch), and padding never changes a result: the encoder holds its
-state at padded steps (the code is the state after the last real token), attention gives
-padded keys weight 0, and the loss ignores padded targets (`masked_cross_entropy`).
-
-The decoding protocol of both models, used by seqlib.decoding: `start(src, src_mask)` ->
-state, `step(tokens (N,), state)` -> (logits (N, V), state), `reorder(state, index)` -> the
-state of batch entries `index` (to repeat and select the hypotheses of a beam).
+In shape comments S = T_in and T = T_out. Padding (seqlib.text.pad_batch) never changes a
+result: the encoder holds its state at padded steps, attention gives padded keys weight 0,
+and the loss ignores padded targets. The decoding protocol, used by seqlib.decoding:
+`start(src, src_mask)` -> state, `step(tokens (N,), state)` -> (logits (N, V), state),
+`reorder(state, index)` -> the state of batch entries `index`.
 """
 
 import torch
@@ -90,17 +77,9 @@ def teacher_forced_loss(model: nn.Module, batch: dict, label_smoothing: float = 
 
 
 def reorder_state(state: dict, index: torch.Tensor) -> dict:
-    """The decoding state of batch entries `index` (N',): the recurrent "hidden" states are
-    (L, N, m) (batch second), every other tensor has the batch first."""
-    picked = {}
-    for key, value in state.items():
-        if value is None:
-            picked[key] = None
-        elif key == "hidden":
-            picked[key] = tuple(s.index_select(1, index) for s in value)  # (L, N', m)
-        else:
-            picked[key] = value.index_select(0, index)  # (N', ...)
-    return picked
+    """The decoding state of batch entries `index`: "hidden" (L, N, m) has the batch second."""
+    return {key: None if value is None else tuple(s.index_select(1, index) for s in value)
+            if key == "hidden" else value.index_select(0, index) for key, value in state.items()}
 
 
 class Encoder(nn.Module):
@@ -154,11 +133,8 @@ class Decoder(nn.Module):
 
 
 class Seq2Seq(nn.Module):
-    """Encoder-decoder of Fig. 7.9, with a unit "rnn", "lstm" or "gru" on both sides:
-    `feed_code=False` is Fig. 7.9 (a), True is (b); `reverse_source=True` reads each source
-    sentence backwards (its padding stays at the end). `forward(src (B, S), src_mask (B, S),
-    tgt_in (B, T))` returns the teacher-forced logits (B, T, V); tgt_in starts with <start>.
-    """
+    """Encoder-decoder of Fig. 7.9 (a), or (b) with `feed_code`; `reverse_source` reads each
+    source backwards (Sutskever et al., 2014). forward gives the teacher-forced logits."""
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, embed_size: int,
                  hidden_size: int, *, unit: str = "gru", num_layers: int = 1,
@@ -197,15 +173,12 @@ class Seq2Seq(nn.Module):
 
 
 class AttentionDecoder(nn.Module):
-    """The decoder of Fig. 7.10, (7.22), over keys and values v^<tau> of size `key_size`, with
-    e^<t-1> the embedded previous token, y^<t-1> (teacher forcing) or y_hat^<t-1>:
+    """The decoder of Fig. 7.10, (7.22), e^<t-1> the embedded previous token:
         u^<t>, alpha^<t> = Attention(z_q = s^<t-1>, z_k = v, values v)   (7.20)-(7.21)
         s^<t> = unit(s^<t-1>, [e^<t-1>; u^<t>])                          f_decoder, (7.22)
         logits^<t> = W_o s^<t> + b_o                                     f_decoder-out
-    or, with `deep_output=True`, logits^<t> = W_o [s^<t>; u^<t>; e^<t-1>] + b_o. `initial_size`
-    adds the layer (W_init, b_init) of an initial state s^<0>. A state is a dict: "hidden",
-    "keys" v (B, T_in, key_size), "projected" (`Attention.project_keys(v)`), "mask" (B, T_in)
-    or None, and "weights", the last step's alpha^<t> (None before the first)."""
+    or, with `deep_output=True` (Bahdanau et al.'s), W_o [s^<t>; u^<t>; e^<t-1>] + b_o. A state
+    holds "hidden", "keys" v, "projected", "mask" and "weights", the last step's alpha^<t>."""
 
     def __init__(self, vocab_size: int, embed_size: int, hidden_size: int, key_size: int, *,
                  unit: str = "gru", score: str = "additive", attention_size: int | None = None,
@@ -255,11 +228,9 @@ class AttentionDecoder(nn.Module):
 
 
 class AttentionSeq2Seq(nn.Module):
-    """Encoder-decoder with attention, Fig. 7.10 and (7.22) (Bahdanau et al., 2015): a
-    bidirectional encoder of `encoder_size` per direction (default hidden_size) gives the keys
-    and values v (B, T_in, 2 encoder_size) of an AttentionDecoder. The chapter leaves s^<0>
-    open: here s^<0> = tanh(W_init h_r^<1> + b_init), from the reverse state that read the whole
-    sentence (and c^<0> = 0 for the LSTM).
+    """Encoder-decoder with attention, Fig. 7.10 and (7.22) (Bahdanau et al., 2015). The
+    chapter leaves s^<0> open: here tanh(W_init h_r^<1> + b_init), from the reverse state
+    that read the whole sentence (and c^<0> = 0 for the LSTM).
     """
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, embed_size: int,
@@ -289,8 +260,7 @@ class AttentionSeq2Seq(nn.Module):
         return self.decoder.deep_output
 
     def start(self, src: torch.Tensor, src_mask: torch.Tensor) -> dict:
-        """Decoding state (AttentionDecoder's): s^<0>, the keys and values v (B, T_in, 2 n),
-        their projection, the source mask, and no attention weights yet."""
+        """Decoding state (AttentionDecoder's): s^<0>, v (B, T_in, 2 n) and its projection."""
         v, _ = self.encoder(src, src_mask)  # (B, T_in, 2 n)
         h_r1 = v[:, 0, self.encoder_size:]  # (B, n): h_r^<1>, the reverse state at tau = 1
         s0 = torch.tanh(self.decoder.initial(h_r1))[None]  # (1, B, m)

@@ -1,8 +1,7 @@
 """Vocabularies and tokenisation: text in, integer ids out, and back.
 
-A sequence model sees a sentence as a list of tokens (characters for tiny Shakespeare, words
-for Multi30k translation), each replaced by its id in a vocabulary; batches of ids are
-(batch, time) tensors. Four special tokens come first, with fixed ids:
+Tokens are characters (tiny Shakespeare) or words (Multi30k); four special tokens come
+first, with fixed ids:
 
 - ``<empty>`` (id 0) pads short sequences in a batch; losses and attention ignore it;
 - ``<unk>`` (id 1) stands for any token left out of the vocabulary;
@@ -44,13 +43,9 @@ def char_tokenize(text: str) -> list[str]:
 
 
 def word_tokenize(text: str) -> list[str]:
-    """Split a sentence into lower-case words, numbers and punctuation marks.
-
-    Punctuation is a token of its own, French elisions keep their apostrophe
-    (``"l'homme" -> ["l'", "homme"]``), English clitics are split off
-    (``"man's" -> ["man", "'s"]``), hyphenated compounds and numbers stay whole.
-    Letters are Unicode letters (é, ß, ü), normalised to their composed form.
-    """
+    """Split a sentence into lower-case words, numbers and punctuation marks: French elisions
+    keep their apostrophe (``"l'homme" -> ["l'", "homme"]``), English clitics are split off
+    (``"man's" -> ["man", "'s"]``), compounds and numbers stay whole; NFC Unicode letters."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     text = unicodedata.normalize("NFC", text.lower()).replace("\u2019", "'")  # ’ -> '
@@ -90,11 +85,9 @@ class Vocab:
 
     @classmethod
     def build(cls, sequences, *, level="word", min_freq=1, max_size=None) -> "Vocab":
-        """Vocabulary of the tokens in ``sequences`` (an iterable of token lists): the specials,
-        then tokens by decreasing count, ties in sorted order, so the same data always gives the
-        same ids. Tokens seen fewer than ``min_freq`` times are left out, and so are the rarest
-        ones beyond ``max_size`` (specials included). ``counts`` holds each kept token's
-        frequency; ``counts[UNK]`` the total left out.
+        """Vocabulary of ``sequences`` (token lists): the specials, then tokens by decreasing
+        count, ties sorted; below ``min_freq`` or beyond ``max_size`` (specials included) left
+        out. ``counts`` holds each kept token's frequency, ``counts[UNK]`` the total left out.
         """
         if level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
@@ -159,8 +152,7 @@ class Vocab:
         return [self.start_id] * add_start + ids + [self.stop_id] * add_stop
 
     def decode(self, ids, *, strip_specials=True) -> list[str]:
-        """Tokens of ``ids`` (a list or 1-D tensor of ints). ``strip_specials`` stops at the first
-        ``<stop>`` and drops ``<empty>`` and ``<start>`` (``<unk>``, a real token, is kept)."""
+        """Tokens of ``ids``; ``strip_specials`` stops at ``<stop>``, drops <empty> and <start>."""
         if isinstance(ids, torch.Tensor):
             if ids.dim() != 1:
                 raise ValueError(f"ids must be a 1-D tensor, got shape {tuple(ids.shape)}")
@@ -201,8 +193,7 @@ def word_vocab(sentences: Iterable[str], min_freq: int = 1, max_size: int | None
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int = 0):
-    """Pad id sequences to the longest into a (B, T) LongTensor, with a (B, T) BoolTensor mask,
-    True at real tokens and False at padding, which holds ``pad_id``."""
+    """Pad id sequences to the longest: (B, T) ids and a (B, T) mask, True at real tokens."""
     if isinstance(sequences, (str, torch.Tensor)) or not isinstance(sequences, Sequence):
         raise TypeError("sequences must be a list of id sequences, got "
                         f"{type(sequences).__name__}")

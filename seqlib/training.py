@@ -1,8 +1,5 @@
-"""The training of every model of the book, `seqlib.train`: one short loop (no Trainer
-class) of `gradient_step`s, with the learning-rate schedule of each step and hooks to resume
-from a checkpoint or stop early; beside it, what the loop is given: the learning-rate
-schedules (`warmup_linear`, `warmup_cosine`) and the optimizers (`adam`, `adamw`).
-seqlib.experiments.runs describes, caches and shares the training runs of the pages."""
+"""The training of every model of the book, `seqlib.train`: one short loop of
+`gradient_step`s; the learning-rate schedules and the optimizers it is given."""
 
 import math
 import time
@@ -107,8 +104,8 @@ def gradient_step(model: nn.Module, loss_fn: Callable[[nn.Module, object], torch
 # ---- the learning-rate schedules: the rate of step s as a fraction of the peak ----------
 
 def warmup_linear(step: int, steps: int, warmup: int = 0, decay: bool = False) -> float:
-    """A linear warm-up from 1 / warmup to 1 over the first `warmup` steps, then 1, or with
-    `decay` a linear fall to 1 / (steps - warmup) at the last step (to 0 just after it)."""
+    """A linear warm-up over the first `warmup` steps, then 1, or with `decay` a linear fall
+    to 1 / (steps - warmup) at the last step."""
     check_warmup(warmup, positive_int("steps", steps))
     if step < warmup:
         return (step + 1) / warmup

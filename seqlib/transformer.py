@@ -1,16 +1,11 @@
-"""Transformers of Section 7.5: layer normalisation, the transformer block (7.31) and its
-parameter count (7.32), the decoder block with its cross-attention (7.33), and the
-encoder-decoder transformer of Fig. 7.16, which decodes by (7.34); seqlib.lm.TransformerLM
-is the decoder-only language model built of the same blocks.
+"""Transformers of Section 7.5: LayerNorm, the block (7.31) and its parameter count (7.32),
+the decoder block with cross-attention (7.33), and the encoder-decoder of Fig. 7.16, which
+decodes by (7.34); seqlib.lm.TransformerLM is the decoder-only model of the same blocks.
 
-Tensors are (batch, time, features), p features (the model dimension). A block maps
-a_in^<t> to a_out^<t>; the encoder's output is the code z^<1>, ..., z^<T_in> (`memory` in
-code). Sequences are padded with <empty> to a fixed length (`pad_to_length`) or to the
-longest of a batch (seqlib.text.pad_batch). The transformer follows the decoding protocol
-of seqlib.seq2seq. With `kv_cache = True` (the default; beyond the chapter) each step feeds
-one token through the decoder, reusing the earlier steps' keys and values, so n tokens cost
-O(n) decoder steps, not O(n^2); with False each step runs (7.34) on the whole prefix again,
-giving the same tokens.
+p is the model dimension; the encoder's output is the code z (`memory` in code). With
+`kv_cache = True` (the default; beyond the chapter) each decoding step feeds one token,
+reusing the earlier keys and values (O(n) decoder steps for n tokens, not O(n^2)); with
+False each step runs (7.34) on the whole prefix again, giving the same tokens.
 """
 
 import math
@@ -71,9 +66,8 @@ class FeedForward(nn.Module):
 
 
 def block_steps(block) -> list:
-    """(name, module) pairs in the order a block's forward runs them: each sublayer, and its
-    residual connection with its LayerNorm as one step, as the chapter counts (the LayerNorm
-    first in a pre-norm block). 4 for a block, 6 for a decoder block."""
+    """(name, module) pairs in the order forward runs them, each sublayer and its residual +
+    LayerNorm as one step, as the chapter counts: 4 for a block, 6 for a decoder block."""
     steps = []
     for name, module, norm in block.sublayers():
         if block.norm_first:
@@ -93,13 +87,9 @@ class TransformerBlock(nn.Module):
         u_[3]^<t> = W_[2] S(W_[1] u_[2]^<t> + b_[1]) + b_[2]
         a_out^<t> = LayerNorm(u_[2]^<t> + u_[3]^<t>; gamma~, beta~),
 
-    with H = `heads` heads of sizes m, m_v, N_1 = n1 feed-forward units and no attention
-    biases: exactly the parameters of (7.32). Beyond the chapter: `bias=True`, torch's
-    attention biases; dropout acts where torch.nn.TransformerEncoderLayer's does;
-    `PreNormBlock`, the variant with the LayerNorm before each sublayer. `sublayers()` and
-    `steps()` list what forward runs, in order.
-
-    forward(x (B, T, p), *, mask=None (B, T), causal=False, cache=None) -> (B, T, p).
+    with H = `heads` heads of sizes m, m_v, N_1 = n1 and no attention biases: the parameters
+    of (7.32). Beyond the chapter: `bias=True` (torch's attention biases), dropout where
+    torch.nn.TransformerEncoderLayer has it. forward(x (B, T, p), *, mask, causal, cache).
     """
 
     norm_first, residual = False, True  # the chapter's: post-norm, residual connections
@@ -131,9 +121,8 @@ class TransformerBlock(nn.Module):
 
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> "TransformerBlock":
-        """The same block with the weights of a torch.nn.TransformerEncoderLayer (ReLU,
-        dropout 0), a PreNormBlock for one with norm_first; its attention biases are kept
-        (bias=True)."""
+        """The same block (bias=True; a PreNormBlock for norm_first) with the weights of a
+        torch.nn.TransformerEncoderLayer (ReLU, dropout 0)."""
         if not isinstance(layer, nn.TransformerEncoderLayer):
             raise TypeError(f"layer must be a torch.nn.TransformerEncoderLayer, got "
                             f"{type(layer).__name__}")
@@ -160,10 +149,8 @@ class TransformerBlock(nn.Module):
 
 
 class PreNormBlock(TransformerBlock):
-    """Beyond the chapter: the pre-norm variant of the block (GPT-2, nanoGPT), the LayerNorm
-    before each sublayer and the residual stream left unnormalised, a_in + MultiHead(
-    LayerNorm(a_in)), then the same with the feed-forward network; easier to train in deep
-    stacks (page 21), and closed by a final LayerNorm in a model."""
+    """Beyond the chapter: the pre-norm block (GPT-2, nanoGPT), a_in + MultiHead(LayerNorm(
+    a_in)), then the same with the feed-forward network; easier to train deep (page 21)."""
 
     norm_first = True
 
@@ -174,8 +161,7 @@ class PreNormBlock(TransformerBlock):
 
 
 def check_memory(memory, y: torch.Tensor, p: int, memory_mask) -> None:
-    """Raise a clear error unless `memory` is the code z of the encoder, (B, T_in, p), for
-    the B sequences of `y`, with a (B, T_in) `memory_mask` if one is given."""
+    """Raise unless `memory` is the code z (B, T_in, p) for `y`, with a (B, T_in) mask."""
     if not isinstance(memory, torch.Tensor):
         raise TypeError(f"memory must be the encoder's output z = encode(src, src_mask), a "
                         f"(B, T_in, p={p}) tensor that cross-attention reads, got "
@@ -189,18 +175,14 @@ def check_memory(memory, y: torch.Tensor, p: int, memory_mask) -> None:
 
 
 class TransformerDecoderBlock(nn.Module):
-    """The transformer decoder block of Fig. 7.15 (b): causal multi-head self-attention (7.27),
-    cross-attention to the encoder's code z (7.33) and the feed-forward network, each with a
-    residual connection and its LayerNorm after (post-norm, the chapter's; `PreNormDecoderBlock`
-    puts it before):
+    """The decoder block of Fig. 7.15 (b), post-norm (`PreNormDecoderBlock`: pre-norm):
 
         u_[1]^<t> = MaskedMultiHead(a_in)^<t>,      u_[2]^<t> = LayerNorm(a_in^<t> + u_[1]^<t>),
         u_[3]^<t> = MultiHead(u~ = u_[2], z)^<t>,   u_[4]^<t> = LayerNorm(u_[2]^<t> + u_[3]^<t>),
         u_[5]^<t> = FeedForward(u_[4]^<t>),         a_out^<t> = LayerNorm(u_[4]^<t> + u_[5]^<t>).
 
-    forward(y (B, T, p), memory (B, T_in, p): the code z, *, memory_mask=None (B, T_in),
-    cache=None, need_weights=False) -> a_out (B, T, p), and the cross-attention weights
-    (B, H, T, T_in) if asked; `cache`, {"self": {}, "cross": {}}, is for decoding step by step.
+    forward(y (B, T, p), memory: the code z (B, T_in, p), *, memory_mask, cache, need_weights)
+    -> a_out (B, T, p), and the cross-attention weights (B, H, T, T_in) if asked.
     """
 
     norm_first, residual = False, True
@@ -225,8 +207,7 @@ class TransformerDecoderBlock(nn.Module):
     steps = block_steps
 
     def attentions(self, memory: torch.Tensor, memory_mask, cache, need_weights: bool):
-        """The block's two attentions for one call: MaskedMultiHead(z), (7.27), and
-        MultiHead(z, code) with its weights, (7.33)."""
+        """MaskedMultiHead(z), (7.27), and MultiHead(z, code) with its weights, (7.33)."""
         self_cache, cross_cache = (None, None) if cache is None else (
             cache.setdefault("self", {}), cache.setdefault("cross", {}))
 
@@ -253,8 +234,7 @@ class TransformerDecoderBlock(nn.Module):
 
 
 class PreNormDecoderBlock(TransformerDecoderBlock):
-    """Beyond the chapter: the pre-norm variant of the decoder block, the LayerNorm before
-    each of its three sublayers (as torch.nn.TransformerDecoderLayer with norm_first)."""
+    """Beyond the chapter: the pre-norm decoder block (torch's norm_first)."""
 
     norm_first = True
 
@@ -289,9 +269,8 @@ def transformer_block_params(p: int, n1: int, m: int, m_v: int, heads: int,
 
 
 def pad_to_length(sequences, length: int, pad_id: int = 0):
-    """Id sequences padded with <empty> (`pad_id`) to the fixed length of Section 7.5: (B, length)
-    ids and a (B, length) mask, True at real tokens. A longer sequence raises a ValueError
-    (the chapter leaves such inputs to mechanisms outside the transformer)."""
+    """Id sequences padded with <empty> to the fixed length of Section 7.5: (B, length) ids and
+    mask, True at real tokens; a longer sequence raises a ValueError."""
     positive_int("length", length)
     ids, mask = pad_batch(sequences, pad_id)  # (B, longest)
     if ids.shape[1] > length:
@@ -304,8 +283,7 @@ def pad_to_length(sequences, length: int, pad_id: int = 0):
 
 
 def select_batch(state, index: torch.Tensor):
-    """The decoding state of batch entries `index`: every tensor, at any depth of dicts and
-    lists, has the batch first; everything else is kept as it is."""
+    """The decoding state of batch entries `index` (tensors at any depth, batch first)."""
     if isinstance(state, torch.Tensor):
         return state.index_select(0, index)
     if isinstance(state, dict):
@@ -318,18 +296,12 @@ def select_batch(state, index: torch.Tensor):
 class Transformer(nn.Module):
     """The encoder-decoder transformer of Fig. 7.16 (Vaswani et al., 2017).
 
-    Token embeddings (as in the paper and beyond the chapter, of entries of standard deviation
-    p^(-1/2), times sqrt(p)) plus sinusoidal positions t = 1, 2, ... (7.29)-(7.30); `num_layers`
-    blocks (7.31) over the padded source, whose output is the code z; `num_decoder_layers`
-    (default num_layers) decoder blocks, each fed z by cross-attention (7.33); an output
-    layer p -> d_V, the target vocabulary (its softmax is in the loss). With `norm_first`
-    (beyond the chapter), pre-norm blocks, and a final LayerNorm closes each stack, as in
-    torch.nn.Transformer.
-
-    forward(src (B, T_in), src_mask (B, T_in), tgt_in (B, T), return_attention=False) returns
-    the teacher-forced logits (B, T, d_V) in one parallel pass ((7.34), the causal mask giving
-    position t the targets before it only), and with return_attention the cross-attention
-    weights of every decoder layer, a list of (B, H, T, T_in).
+    Token embeddings (times sqrt(p), as in the paper) plus sinusoidal positions (7.29)-(7.30);
+    `num_layers` blocks (7.31) giving the code z; `num_decoder_layers` decoder blocks reading
+    z by cross-attention (7.33); an output layer p -> d_V. `norm_first` (beyond the chapter):
+    pre-norm blocks and a final LayerNorm per stack, as torch.nn.Transformer. forward gives
+    the teacher-forced logits (B, T, d_V) in one causal pass, (7.34), and with
+    return_attention each decoder layer's cross-attention weights (B, H, T, T_in).
     """
 
     def __init__(self, src_vocab_size: int, tgt_vocab_size: int, p: int, heads: int,
