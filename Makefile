@@ -146,7 +146,7 @@ gpu-check: $(STAMP)
 # progress bar overwrote with a carriage return is dropped: the stored bar is its last frame.
 COALESCE := --Exporter.preprocessors=nbconvert.preprocessors.CoalesceStreamsPreprocessor
 execute: $(STAMP)
-	@printf '%-48s %9s\n' notebook seconds > $(VENV)/execute-times.txt
+	@printf '%-48s %9s\n' notebook seconds > $(VENV)/execute-times.txt; rm -f $(VENV)/claims-failed.txt
 	@export SEQLIB_MODEL_CACHE=$$(mktemp -d); for nb in $(NOTEBOOKS); do \
 		start=$$(date +%s%N); rm -f $(VENV)/claims.jsonl; \
 		SEQLIB_PROGRESS=0 SEQLIB_CLAIMS=$(CURDIR)/$(VENV)/claims.jsonl \
@@ -156,7 +156,8 @@ execute: $(STAMP)
 		tenths=$$(( ($$(date +%s%N) - start) / 100000000 )); \
 		printf '%-48s %7d.%d\n' $$(basename $$nb) $$((tenths / 10)) $$((tenths % 10)) \
 			| tee -a $(VENV)/execute-times.txt; \
-		$(BIN)/python book/claims.py record $$nb $(VENV)/claims.jsonl || exit 1; \
+		$(BIN)/python book/claims.py record $$nb $(VENV)/claims.jsonl \
+			|| echo $$nb >> $(VENV)/claims-failed.txt; \
 	done; if [ -n "$(KEEP_CACHE)" ]; then echo "the model cache is kept in $$SEQLIB_MODEL_CACHE"; \
 	else rm -rf "$$SEQLIB_MODEL_CACHE"; fi
 	@echo; cat $(VENV)/execute-times.txt
@@ -164,6 +165,8 @@ execute: $(STAMP)
 	$(BIN)/python book/exercises.py
 	$(BIN)/python book/headers.py
 	$(BIN)/python book/claims.py render
+	@if [ -s $(VENV)/claims-failed.txt ]; then echo "pages with a claim that did not hold:"; \
+		cat $(VENV)/claims-failed.txt; exit 1; fi
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks
