@@ -9,7 +9,7 @@ page's code cells when it ran):
 
     python book/claims.py run [--pages 06 14] [--runs 0 1 2 6/default 8/cuda]
     python book/claims.py report       # every claim's evidence, and what falls short
-    python book/claims.py render       # the ledger's table on the results page
+    python book/claims.py render       # the ledger's tables on the evidence page
 
 A run is written SEED (the Makefile's kernel pins, on x86-64), SEED/default (PyTorch's,
 MKL's and oneDNN's own choice of vector instructions) or SEED/cuda (a GPU), and /N more
@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT))
 from seqlib.pages.kernels import processor  # noqa: E402  (imports no torch)
 
 LEDGER = ROOT / "book" / "claims.csv"
-RESULTS = ROOT / "book" / "results.md"
+EVIDENCE = ROOT / "book" / "evidence.md"
 PROBE = ROOT / "tests" / "nbval_probe.json"
 COLUMNS = ("page", "claim", "run", "margin", "says", "code")
 MIN_RUNS, SIGMAS = 8, 3.0
@@ -437,8 +437,8 @@ def _number(value: float) -> str:
 
 
 def render(entries: list[dict]) -> None:
-    """Write the claims' table, and that of the headline comparisons (HEADLINES), into the
-    results page, each between its markers."""
+    """Write the table of the headline comparisons (HEADLINES) and the claims' tables, one
+    page's claims to a fold, into the evidence page, each between its markers."""
     stored = stored_label()
     runs = sorted({run for e in entries for run in e["margins"]})
     table = [f"{len(entries)} claims on {len({e['page'] for e in entries})} pages; "
@@ -447,23 +447,38 @@ def render(entries: list[dict]) -> None:
              f"spreads or more), {sum(e['runs'] < MIN_RUNS for e in entries)} fewer than "
              f"{MIN_RUNS} runs so far; {len(runs)} runs in all:", ""]
     table += [f"- {run}" + (" (the stored run)" if run == stored else "") for run in runs]
-    table += ["", "| page | claim | what it says | stored run | least | mean | spread | "
-              "mean / spread | runs |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    table += [_row([e["page"], e["claim"], _cell(e["says"] or "")], e, stored) for e in entries]
+    titles = {p.name[:2]: _title(p) for p in pages()}
+    for page in sorted({e["page"] for e in entries}):
+        mine = [e for e in entries if e["page"] == page]
+        counts = sorted({e["runs"] for e in mine})
+        held = "held in every run" if all(e["held"] == e["runs"] for e in mine) \
+            else f"{sum(e['held'] < e['runs'] for e in mine)} failed in a run"
+        table += ["", f":::{{dropdown}} {titles.get(page, page)}: {len(mine)} claims, "
+                  f"{'-'.join(map(str, (counts[0], counts[-1])[:len(counts)]))} runs each, "
+                  f"{held}", "| claim | what it says | stored run | least | mean | spread | "
+                  "mean / spread | runs |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        table += [_row([e["claim"], _cell(e["says"] or "")], e, stored) for e in mine]
+        table.append(":::")
     by_name = {(e["page"], e["claim"]): e for e in entries}
     heads = ["| comparison | page | claim | stored run | least | mean | spread | "
              "mean / spread | runs |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for head in headlines():
         e = by_name[head["page"], head["claim"]]
         heads.append(_row([_cell(head["comparison"]), head["page"], head["claim"]], e, stored))
-    page = RESULTS.read_text()
+    page = EVIDENCE.read_text()
     for begin, end, lines in [(BEGIN, END, table), (HEAD_BEGIN, HEAD_END, heads)]:
         if begin not in page or end not in page:
-            raise SystemExit(f"{RESULTS.name} has no place for a table: add the lines "
+            raise SystemExit(f"{EVIDENCE.name} has no place for a table: add the lines "
                              f"{begin!r} and {end!r}")
         head, rest = page.split(begin, 1)
         page = head + "\n".join([begin, "", *lines, "", end]) + rest.split(end, 1)[1]
-    RESULTS.write_text(page)
+    EVIDENCE.write_text(page)
+
+
+def _title(path: pathlib.Path) -> str:
+    """A page's title, the first line of its first cell ("6. Character-level ...")."""
+    first = json.loads(path.read_text())["cells"][0]["source"]
+    return "".join(first).splitlines()[0].removeprefix("# ").strip()
 
 
 def _row(columns: list[str], e: dict, stored: str) -> str:
@@ -475,7 +490,7 @@ def _row(columns: list[str], e: dict, stored: str) -> str:
 
 
 def headlines() -> list[dict]:
-    """The results page's headline comparisons: each a claim of a page (book/headlines.yml)."""
+    """The headline comparisons: each a claim of a page (book/headlines.yml)."""
     import yaml
 
     return yaml.safe_load(HEADLINES.read_text())
@@ -499,7 +514,7 @@ def main() -> None:
     keep.add_argument("path", type=pathlib.Path)
     keep.add_argument("log", type=pathlib.Path)
     sub.add_parser("report", help="print every claim's evidence")
-    sub.add_parser("render", help="write the claims' table into the results page")
+    sub.add_parser("render", help="write the claims' tables into the evidence page")
     page = sub.add_parser("execute", help=argparse.SUPPRESS)
     page.add_argument("path", type=pathlib.Path)
     page.add_argument("out", type=pathlib.Path, nargs="?")

@@ -84,6 +84,12 @@ def _page(home: str) -> str:
     return f"[{title.removeprefix('# ').strip()}](../notebooks/{home}.ipynb)"
 
 
+def _home(home: str) -> str:
+    """A short link to a page, "page N", its title shown on hovering (a narrow column)."""
+    title = _page(home).split("](")[0].removeprefix("[")
+    return f'[page {int(home[:2])}](../notebooks/{home}.ipynb "{title}")'
+
+
 def _table(widths: list[int], header: list[str], rows: list[list[list[str]]]) -> list[str]:
     """A MyST list-table; each cell is a list of paragraphs (lines within one are joined
     by hard line breaks). The code of a row (what implements it, what checks it) sits on
@@ -126,8 +132,8 @@ def render(data: dict) -> str:
             else f"implemented by {_code(eq['code'])}"
         rows.append([[f"[({number})]({label})"],
                      [_cell(eq["what"]), f"{implemented}\\\nchecked: {_cell(described(eq))}"],
-                     [_page(eq["home"])]])
-    lines += _table([9, 70, 21], ["equation", "what it says, its code and its check", "home"],
+                     [_home(eq["home"])]])
+    lines += _table([9, 79, 12], ["equation", "what it says, its code and its check", "home"],
                     rows)
     lines += ["", f"## Figures ({len(figures)})", ""]
     rows = []
@@ -136,16 +142,16 @@ def render(data: dict) -> str:
         drawn = "drawn by the notebook, from a model" if fig["drawn_by"] == "notebook" \
             else f"drawn by {_code(fig['drawn_by'])}"
         rows.append([[f"[Fig. {number}]({label})"], [_cell(fig["what"]), drawn],
-                     [_page(fig["home"])]])
-    lines += _table([9, 70, 21], ["figure", "what it shows, and what draws it", "home"], rows)
+                     [_home(fig["home"])]])
+    lines += _table([9, 79, 12], ["figure", "what it shows, and what draws it", "home"], rows)
     lines += ["", f"## Stated numbers and worked examples ({len(numbers)})", ""]
     rows = []
     for item in numbers:
         check = f"checked: {_cell(described(item))}" if item["check"] \
             else _cell(item.get("note", ""))
         rows.append([[item["section"]], [_value(item["value"])], [_cell(item["what"]), check],
-                     [_page(item["home"])]])
-    lines += _table([7, 17, 55, 21], ["section", "value", "what it is, and its check", "home"],
+                     [_home(item["home"])]])
+    lines += _table([7, 17, 64, 12], ["section", "value", "what it is, and its check", "home"],
                     rows)
     beyond = data["beyond"]
     lines += ["", f"## Beyond the chapter ({len(beyond)} pages)", "",

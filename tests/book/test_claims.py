@@ -1,6 +1,6 @@
 """The ledger of runs behind the pages' claims (book/claims.py, book/claims.csv): the claims'
 names in the pages, which rows count as evidence, the evidence every claim needs, and the
-results page's table of it."""
+evidence page's tables of it."""
 
 import importlib.util
 import json
@@ -102,19 +102,19 @@ def test_every_claim_of_the_pages_has_the_evidence_the_book_asks_for():
         "evidence:\n" + "\n".join(short)
 
 
-def test_the_results_page_shows_the_ledger_as_it_is(tmp_path, monkeypatch):
-    page = tmp_path / "results.md"
-    page.write_text(ledger.RESULTS.read_text())
-    monkeypatch.setattr(ledger, "RESULTS", page)
+def test_the_evidence_page_shows_the_ledger_as_it_is(tmp_path, monkeypatch):
+    page = tmp_path / "evidence.md"
+    page.write_text(ledger.EVIDENCE.read_text())
+    monkeypatch.setattr(ledger, "EVIDENCE", page)
     ledger.render(ledger.evidence())
-    assert page.read_text() == ledger.RESULTS.read_text(), \
-        "the results page's table of claims is out of date: run python book/claims.py render"
+    assert page.read_text() == ledger.EVIDENCE.read_text(), \
+        "the evidence page's tables of claims are out of date: run python book/claims.py render"
 
 
 def test_each_headline_comparison_names_a_claim_of_its_page():
     names = {(p.name[:2], n) for p in PAGES for n in ledger.claim_names(p)}
     heads = ledger.headlines()
-    assert heads, "the results page has no headline comparisons"
+    assert heads, "the evidence page has no headline comparisons"
     unknown = [(h["page"], h["claim"]) for h in heads if (h["page"], h["claim"]) not in names]
     assert not unknown, f"headline comparisons that name no claim of their page: {unknown}"
 
