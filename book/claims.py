@@ -454,7 +454,7 @@ def render(entries: list[dict]) -> None:
         held = "held in every run" if all(e["held"] == e["runs"] for e in mine) \
             else f"{sum(e['held'] < e['runs'] for e in mine)} failed in a run"
         table += ["", f":::{{dropdown}} {titles.get(page, page)}: {len(mine)} claims, "
-                  f"{'-'.join(map(str, (counts[0], counts[-1])[:len(counts)]))} runs each, "
+                  f"{'-'.join(map(str, sorted({counts[0], counts[-1]})))} runs each, "
                   f"{held}", "| claim | what it says | stored run | least | mean | spread | "
                   "mean / spread | runs |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         table += [_row([e["claim"], _cell(e["says"] or "")], e, stored) for e in mine]
