@@ -379,3 +379,69 @@ def test_the_prose_checks_catch_what_breaks_and_only_that():
         "+ \\$6, $$k\n+ l$$")
     assert [t.content for t, _ in myst_tokens("the sum $a\n+ b$") if "$" in t.content] == \
         ["the sum $a", "b$"]
+
+
+# A number with a decimal point (0.853, 95.5%) in a paragraph that speaks of the run stored
+# on the page ("in the run stored here"). Not numbers the run printed: references to the
+# book's parts (Exercise 15.4, Section 7.4, Fig. 7.9, (7.16)) and bounds (within 0.02, over
+# 0.05, at most 0.3).
+DECIMAL = re.compile(r"(?<![\w.])(?<![Ee]xercise )(?<![Ee]xercises )(?<!Section )(?<!Fig\. )"
+                     r"(?<!Figs\. )(?<!\()(?<!\[)(?<!within )(?<!under )(?<!below )(?<!over )"
+                     r"(?<!above )(?<!than )(?<!least )(?<!most )\d+\.\d+(?![\w.])")
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z(*])")
+# A sentence about other runs than the stored one (their numbers are the evidence page's).
+OTHER_RUNS = re.compile(r"\bseeds?\b|ledger|\bruns\b|earlier run|SEQLIB_|other kernels|"
+                        r"full profile|published|report")
+
+
+def printed(path):
+    """What a page prints, its code too (where a claim's threshold is written)."""
+    parts = []
+    for cell in cells(path):
+        if cell["cell_type"] == "code":
+            parts.append(source(cell))
+        for out in cell.get("outputs", []):
+            parts.append("".join(out.get("text", "")))
+            parts += ["".join(v) for k, v in out.get("data", {}).items() if k.startswith("text/")]
+    return "\n".join(parts)
+
+
+def as_printed(shown):
+    """The decimal numbers in `shown`, each also rounded to fewer decimals (3.64 gives 3.64
+    and 3.6): the prose may quote a printed number rounded."""
+    numbers = set()
+    for number in re.findall(r"(?<![\w.])\d+\.\d+", shown):
+        decimals = len(number.split(".")[1])
+        numbers.update(f"{float(number):.{d}f}" for d in range(1, decimals + 1))
+    return numbers
+
+
+def numbers_not_printed(text, shown):
+    """The decimal numbers of the paragraphs of `text` about the stored run (but for their
+    sentences about other runs) that `shown`, what the page prints, does not hold (as they
+    are written, or rounded)."""
+    numbers = as_printed(shown)
+    sentences = [sentence for paragraph in re.split(r"\n\s*\n", text) if "stored" in paragraph
+                 for sentence in SENTENCE_END.split(" ".join(paragraph.split()))]
+    return [number for sentence in sentences if not OTHER_RUNS.search(sentence)
+            for number in DECIMAL.findall(sentence) if number not in numbers]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_numbers_said_of_the_stored_run_are_those_it_printed(path):
+    """The prose quotes the stored run's numbers as the outputs print them: executed again
+    (on another processor, with a changed model), a page whose numbers move fails here until
+    its prose is brought in line (a number worked out from printed ones is quoted as those)."""
+    shown = printed(path)
+    stale = [f"{where}: {', '.join(found)}" for where, text in markdown_texts(path)
+             if (found := numbers_not_printed(text, shown))]
+    assert not stale, "numbers said of the run stored here that the page's outputs do " \
+        "not print (bring the prose in line with the outputs):\n" + "\n".join(stale)
+
+
+def test_the_stored_run_check_finds_a_number_the_outputs_do_not_print():
+    shown = "accuracy 0.683 and 95.5% exact\nT = 0.945\nclaim(..., 0.03 - gap)"
+    text = ("In the run stored here T = 0.945 (0.95), accuracy 0.683, over 0.03 (Exercise\n"
+            "15.4, Fig. 7.9, (7.16)), and 95.5% exact.\n\nIn the run stored here: 0.68, 0.684,\n"
+            "95.3%. Other seeds: 1.11.\n\nAnother paragraph: 1.23.")
+    assert numbers_not_printed(text, shown) == ["0.684", "95.3"]
