@@ -78,16 +78,19 @@ def _notebook(home: str) -> list:
     return json.loads((BOOK.parent / "notebooks" / f"{home}.ipynb").read_text())["cells"]
 
 
+def _title(home: str) -> str:
+    """A page's title: its first line, as the sidebar shows it."""
+    return "".join(_notebook(home)[0]["source"]).splitlines()[0].removeprefix("# ").strip()
+
+
 def _page(home: str) -> str:
-    """A link to a page under its own title (its first line, as the sidebar shows it)."""
-    title = "".join(_notebook(home)[0]["source"]).splitlines()[0]
-    return f"[{title.removeprefix('# ').strip()}](../notebooks/{home}.ipynb)"
+    """A link to a page under its own title."""
+    return f"[{_title(home)}](../notebooks/{home}.ipynb)"
 
 
 def _home(home: str) -> str:
     """A short link to a page, "page N", its title shown on hovering (a narrow column)."""
-    title = _page(home).split("](")[0].removeprefix("[")
-    return f'[page {int(home[:2])}](../notebooks/{home}.ipynb "{title}")'
+    return f'[page {int(home[:2])}](../notebooks/{home}.ipynb "{_title(home)}")'
 
 
 def _table(widths: list[int], header: list[str], rows: list[list[list[str]]]) -> list[str]:
